@@ -1,0 +1,7 @@
+//! onnx-memplan: static memory planning for ONNX models.
+//!
+//! The pipeline (see DESIGN.md): load → lower to [`ir`] → infer types → schedule → liveness →
+//! [`plan::Problem`] → solve → verify → emit.
+
+pub mod onnx;
+pub mod plan;

@@ -1,0 +1,1 @@
+//! The planner core: dynamic storage allocation over intervals, independent of ONNX.
