@@ -3,5 +3,8 @@
 //! The pipeline (see DESIGN.md): load → lower to [`ir`] → infer types → schedule → liveness →
 //! [`plan::Problem`] → solve → verify → emit.
 
+pub mod error;
+pub mod infer;
+pub mod ir;
 pub mod onnx;
 pub mod plan;

@@ -5,3 +5,9 @@
 pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
+
+mod io;
+
+pub use io::{
+    copy_external_files, external_files, load_model, model_dir, save_model, write_atomic,
+};

@@ -1,0 +1,13 @@
+//! The intermediate representation: graphs of typed values, independent of protobuf details.
+
+mod constant;
+mod dtype;
+mod graph;
+mod model;
+mod types;
+
+pub use constant::{ConstData, Constant};
+pub use dtype::DType;
+pub use graph::{Graph, Node, NodeId, Subgraph, Value, ValueId, ValueKind};
+pub use model::{Model, Opsets};
+pub use types::{Dim, Shape, TensorType, ValueType, concrete, format_shape, known_shape};

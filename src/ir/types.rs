@@ -1,0 +1,256 @@
+//! Value types: tensor shapes with concrete, symbolic or unknown dimensions, and the
+//! sequence/optional/map wrappers; conversion from and to `TypeProto`.
+
+use std::fmt;
+
+use super::DType;
+use crate::onnx::proto::{
+    TensorShapeProto, TypeProto, tensor_shape_proto::Dimension, tensor_shape_proto::dimension,
+    type_proto,
+};
+
+/// One dimension of a shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    /// A concrete size.
+    Known(i64),
+    /// A named symbolic size (e.g. `batch`), equal wherever the same name appears.
+    Symbol(String),
+    /// A size nothing is known about.
+    Unknown,
+}
+
+impl Dim {
+    /// The concrete size, if known.
+    pub fn value(&self) -> Option<i64> {
+        match self {
+            Dim::Known(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Known(v) => write!(f, "{v}"),
+            Dim::Symbol(s) => f.write_str(s),
+            Dim::Unknown => f.write_str("?"),
+        }
+    }
+}
+
+/// A list of dimensions, outermost first.
+pub type Shape = Vec<Dim>;
+
+/// The concrete sizes of a shape, if every dimension is known.
+pub fn concrete(shape: &[Dim]) -> Option<Vec<i64>> {
+    shape.iter().map(Dim::value).collect()
+}
+
+/// A shape of known sizes.
+pub fn known_shape(dims: &[i64]) -> Shape {
+    dims.iter().map(|&d| Dim::Known(d)).collect()
+}
+
+/// Formats a shape as `batch×3×224×224` (a scalar prints as `scalar`).
+pub fn format_shape(shape: &[Dim]) -> String {
+    if shape.is_empty() {
+        return "scalar".to_string();
+    }
+    shape
+        .iter()
+        .map(Dim::to_string)
+        .collect::<Vec<_>>()
+        .join("×")
+}
+
+/// A dense tensor type: element type and (possibly unknown-rank) shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorType {
+    /// Element type.
+    pub dtype: DType,
+    /// Dimensions, or `None` when even the rank is unknown.
+    pub shape: Option<Shape>,
+}
+
+impl TensorType {
+    /// A tensor type with the given shape.
+    pub fn new(dtype: DType, shape: Shape) -> Self {
+        TensorType {
+            dtype,
+            shape: Some(shape),
+        }
+    }
+
+    /// Number of elements, if every dimension is known.
+    pub fn elements(&self) -> Option<u64> {
+        let dims = concrete(self.shape.as_ref()?)?;
+        dims.iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+    }
+
+    /// Exact storage bytes, if the shape is concrete and the type has a fixed size.
+    pub fn bytes(&self) -> Option<u64> {
+        self.dtype.bytes_for(self.elements()?)
+    }
+}
+
+/// The type of any ONNX value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueType {
+    /// A dense tensor.
+    Tensor(TensorType),
+    /// A sparse tensor.
+    SparseTensor(TensorType),
+    /// A sequence of values of one type.
+    Sequence(Box<ValueType>),
+    /// A value that may be absent.
+    Optional(Box<ValueType>),
+    /// A map from a key element type to values (ONNX-ML).
+    Map(DType, Box<ValueType>),
+    /// An opaque type (ONNX-ML).
+    Opaque,
+}
+
+impl ValueType {
+    /// A dense tensor type.
+    pub fn tensor(dtype: DType, shape: Shape) -> Self {
+        ValueType::Tensor(TensorType::new(dtype, shape))
+    }
+
+    /// The dense tensor type, if this is one.
+    pub fn as_tensor(&self) -> Option<&TensorType> {
+        match self {
+            ValueType::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Reads a `TypeProto`; `None` when it names no element type we know.
+    pub fn from_proto(proto: &TypeProto) -> Option<ValueType> {
+        Some(match proto.value.as_ref()? {
+            type_proto::Value::TensorType(t) => ValueType::Tensor(TensorType {
+                dtype: DType::from_onnx(t.elem_type())?,
+                shape: t.shape.as_ref().map(shape_from_proto),
+            }),
+            type_proto::Value::SparseTensorType(t) => ValueType::SparseTensor(TensorType {
+                dtype: DType::from_onnx(t.elem_type())?,
+                shape: t.shape.as_ref().map(shape_from_proto),
+            }),
+            type_proto::Value::SequenceType(s) => {
+                ValueType::Sequence(Box::new(ValueType::from_proto(s.elem_type.as_deref()?)?))
+            }
+            type_proto::Value::OptionalType(o) => {
+                ValueType::Optional(Box::new(ValueType::from_proto(o.elem_type.as_deref()?)?))
+            }
+            type_proto::Value::MapType(m) => ValueType::Map(
+                DType::from_onnx(m.key_type())?,
+                Box::new(ValueType::from_proto(m.value_type.as_deref()?)?),
+            ),
+            type_proto::Value::OpaqueType(_) => ValueType::Opaque,
+        })
+    }
+
+    /// Writes this type as a `TypeProto`.
+    pub fn to_proto(&self) -> TypeProto {
+        let value = match self {
+            ValueType::Tensor(t) => type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(t.dtype.to_onnx()),
+                shape: t.shape.as_deref().map(shape_to_proto),
+            }),
+            ValueType::SparseTensor(t) => {
+                type_proto::Value::SparseTensorType(type_proto::SparseTensor {
+                    elem_type: Some(t.dtype.to_onnx()),
+                    shape: t.shape.as_deref().map(shape_to_proto),
+                })
+            }
+            ValueType::Sequence(e) => {
+                type_proto::Value::SequenceType(Box::new(type_proto::Sequence {
+                    elem_type: Some(Box::new(e.to_proto())),
+                }))
+            }
+            ValueType::Optional(e) => {
+                type_proto::Value::OptionalType(Box::new(type_proto::Optional {
+                    elem_type: Some(Box::new(e.to_proto())),
+                }))
+            }
+            ValueType::Map(k, v) => type_proto::Value::MapType(Box::new(type_proto::Map {
+                key_type: Some(k.to_onnx()),
+                value_type: Some(Box::new(v.to_proto())),
+            })),
+            ValueType::Opaque => type_proto::Value::OpaqueType(type_proto::Opaque::default()),
+        };
+        TypeProto {
+            value: Some(value),
+            denotation: None,
+        }
+    }
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueType::Tensor(t) => match &t.shape {
+                Some(s) => write!(f, "{} {}", t.dtype, format_shape(s)),
+                None => write!(f, "{} (unknown rank)", t.dtype),
+            },
+            ValueType::SparseTensor(t) => write!(f, "sparse {}", ValueType::Tensor(t.clone())),
+            ValueType::Sequence(e) => write!(f, "seq({e})"),
+            ValueType::Optional(e) => write!(f, "optional({e})"),
+            ValueType::Map(k, v) => write!(f, "map({k}, {v})"),
+            ValueType::Opaque => f.write_str("opaque"),
+        }
+    }
+}
+
+fn shape_from_proto(shape: &TensorShapeProto) -> Shape {
+    shape
+        .dim
+        .iter()
+        .map(|d| match &d.value {
+            Some(dimension::Value::DimValue(v)) => Dim::Known(*v),
+            Some(dimension::Value::DimParam(p)) if !p.is_empty() => Dim::Symbol(p.clone()),
+            _ => Dim::Unknown,
+        })
+        .collect()
+}
+
+fn shape_to_proto(shape: &[Dim]) -> TensorShapeProto {
+    TensorShapeProto {
+        dim: shape
+            .iter()
+            .map(|d| Dimension {
+                value: match d {
+                    Dim::Known(v) => Some(dimension::Value::DimValue(*v)),
+                    Dim::Symbol(s) => Some(dimension::Value::DimParam(s.clone())),
+                    Dim::Unknown => None,
+                },
+                denotation: None,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proto_round_trip_keeps_symbols_and_unknowns() {
+        let ty = ValueType::Sequence(Box::new(ValueType::tensor(
+            DType::Float16,
+            vec![Dim::Symbol("batch".into()), Dim::Known(3), Dim::Unknown],
+        )));
+        assert_eq!(ValueType::from_proto(&ty.to_proto()), Some(ty));
+    }
+
+    #[test]
+    fn bytes_need_concrete_shape() {
+        let t = TensorType::new(DType::Float, known_shape(&[2, 3]));
+        assert_eq!(t.bytes(), Some(24));
+        let s = TensorType::new(DType::Float, vec![Dim::Symbol("n".into())]);
+        assert_eq!(s.bytes(), None);
+        assert_eq!(format_shape(s.shape.as_ref().unwrap()), "n");
+    }
+}

@@ -1,0 +1,226 @@
+//! Reading and writing model files: protobuf decode/encode, external-data checks, atomic writes.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use prost::Message;
+
+use super::proto::{GraphProto, ModelProto, TensorProto, tensor_proto::DataLocation};
+use crate::{bail_input, input_error};
+
+/// Reads and decodes a model file, checking that its external data files exist and are large
+/// enough. Tensor payloads stay slices of the file's bytes (no copy).
+pub fn load_model(path: &Path) -> Result<ModelProto> {
+    let data = fs::read(path).map_err(|e| input_error!("{}: cannot read: {e}", path.display()))?;
+    if data.is_empty() {
+        bail_input!("{}: file is empty, not an ONNX model", path.display());
+    }
+    let model = ModelProto::decode(Bytes::from(data)).map_err(|e| {
+        input_error!(
+            "{}: not a valid ONNX model (protobuf decode failed: {e})",
+            path.display()
+        )
+    })?;
+    if model.graph.is_none() {
+        bail_input!("{}: not an ONNX model (no graph)", path.display());
+    }
+    let dir = model_dir(path);
+    for_each_tensor(&model, &mut |tensor| check_external(tensor, &dir, path))?;
+    Ok(model)
+}
+
+/// Encodes a model and writes it atomically (temp file in the target folder, then rename).
+pub fn save_model(model: &ModelProto, path: &Path) -> Result<()> {
+    write_atomic(path, &model.encode_to_vec())
+}
+
+/// Writes bytes to `path` through a temporary file in the same folder and a rename, so a
+/// reader never sees a partial file.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = model_dir(path);
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| {
+        input_error!(
+            "{}: cannot create a file in {}: {e}",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    tmp.write_all(contents)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| input_error!("{}: cannot write: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+/// The folder a model's relative external-data locations are resolved against.
+pub fn model_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The external-data file names a model refers to (deduplicated, in first-use order).
+pub fn external_files(model: &ModelProto) -> Vec<String> {
+    let mut files = Vec::new();
+    let _ = for_each_tensor(model, &mut |t| {
+        if let Some(loc) = external_entry(t, "location")
+            && !files.contains(&loc)
+        {
+            files.push(loc);
+        }
+        Ok(())
+    });
+    files
+}
+
+/// Copies a model's external-data files next to an output model written in another folder,
+/// so the written model's relative locations resolve. Existing identical files are kept.
+pub fn copy_external_files(model: &ModelProto, from: &Path, to: &Path) -> Result<()> {
+    let (src_dir, dst_dir) = (model_dir(from), model_dir(to));
+    if fs::canonicalize(&src_dir).ok() == fs::canonicalize(&dst_dir).ok() {
+        return Ok(());
+    }
+    for name in external_files(model) {
+        let (src, dst) = (src_dir.join(&name), dst_dir.join(&name));
+        if dst.exists() {
+            if fs::read(&dst).ok() == fs::read(&src).ok() {
+                continue;
+            }
+            bail_input!(
+                "{}: exists and differs from the model's external data {}",
+                dst.display(),
+                src.display()
+            );
+        }
+        if let Some(parent) = dst.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::copy(&src, &dst)
+            .map_err(|e| input_error!("{}: cannot copy external data: {e}", src.display()))?;
+    }
+    Ok(())
+}
+
+fn external_entry(tensor: &TensorProto, key: &str) -> Option<String> {
+    if tensor.data_location() != DataLocation::External && tensor.external_data.is_empty() {
+        return None;
+    }
+    tensor
+        .external_data
+        .iter()
+        .find(|e| e.key() == key)
+        .map(|e| e.value().to_string())
+}
+
+fn check_external(tensor: &TensorProto, dir: &Path, model: &Path) -> Result<()> {
+    if tensor.data_location() != DataLocation::External {
+        return Ok(());
+    }
+    let Some(location) = external_entry(tensor, "location") else {
+        bail_input!(
+            "{}: tensor '{}' is stored externally but has no location",
+            model.display(),
+            tensor.name()
+        );
+    };
+    let rel = Path::new(&location);
+    if rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
+        bail_input!(
+            "{}: tensor '{}' has external location '{location}' outside the model's folder",
+            model.display(),
+            tensor.name()
+        );
+    }
+    let file = dir.join(rel);
+    let len = fs::metadata(&file)
+        .map_err(|e| {
+            input_error!(
+                "{}: tensor '{}' needs external data file {}: {e}",
+                model.display(),
+                tensor.name(),
+                file.display()
+            )
+        })?
+        .len();
+    let number = |key: &str| -> Result<Option<u64>> {
+        external_entry(tensor, key)
+            .map(|v| {
+                v.parse::<u64>().map_err(|_| {
+                    input_error!(
+                        "{}: tensor '{}' has a bad external {key} '{v}'",
+                        model.display(),
+                        tensor.name()
+                    )
+                })
+            })
+            .transpose()
+    };
+    let offset = number("offset")?.unwrap_or(0);
+    let end = match number("length")? {
+        Some(length) => offset.saturating_add(length),
+        None => offset,
+    };
+    if end > len {
+        bail_input!(
+            "{}: tensor '{}' reads bytes {offset}..{end} of {}, which has only {len}",
+            model.display(),
+            tensor.name(),
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+/// Calls `f` on every tensor stored in the model: initializers and tensor attributes, in the
+/// main graph, in subgraphs and in local functions.
+fn for_each_tensor(
+    model: &ModelProto,
+    f: &mut dyn FnMut(&TensorProto) -> Result<()>,
+) -> Result<()> {
+    fn graph(g: &GraphProto, f: &mut dyn FnMut(&TensorProto) -> Result<()>) -> Result<()> {
+        for t in &g.initializer {
+            f(t)?;
+        }
+        for n in &g.node {
+            nodes_attrs(&n.attribute, f)?;
+        }
+        Ok(())
+    }
+    fn nodes_attrs(
+        attrs: &[super::proto::AttributeProto],
+        f: &mut dyn FnMut(&TensorProto) -> Result<()>,
+    ) -> Result<()> {
+        for a in attrs {
+            if let Some(t) = &a.t {
+                f(t)?;
+            }
+            for t in &a.tensors {
+                f(t)?;
+            }
+            if let Some(g) = &a.g {
+                graph(g, f)?;
+            }
+            for g in &a.graphs {
+                graph(g, f)?;
+            }
+        }
+        Ok(())
+    }
+    if let Some(g) = &model.graph {
+        graph(g, f)?;
+    }
+    for func in &model.functions {
+        for n in &func.node {
+            nodes_attrs(&n.attribute, f)?;
+        }
+    }
+    Ok(())
+}
