@@ -1,0 +1,773 @@
+#!/usr/bin/env python3
+"""onnxruntime conformance check for onnx-memplan.
+
+    python scripts/ort_check.py --bin target/release/onnx-memplan --models models --out /tmp/ortcheck
+
+For every *.onnx under --models (files named *.memplan.onnx are skipped) this:
+  (a) binds the symbolic dims of the model's inputs (names containing "batch" -> 1, anything else
+      -> 16, or what --manifest / --dim say) and runs
+          BIN plan MODEL -o OUT/<stem>.memplan.onnx --table OUT/<stem>.memplan.json --dim NAME=N ...
+  (b) runs onnx.checker.check_model(annotated, full_check=True) and checks that the annotated model
+      keeps the original's nodes and initializers and carries the memplan metadata;
+  (c) runs the original and the annotated model in onnxruntime (CPU EP, graph optimizations disabled,
+      one intra-op thread) on the same seeded random inputs and requires bit-identical outputs;
+  (d) runs a copy of the original with every intermediate tensor made a graph output and checks that
+      each table entry of kind input/output/intermediate has exactly the dtype, shape and byte size
+      onnxruntime produced (and the annotated model's value_info agrees);
+  (e) checks the table itself: every runtime tensor listed exactly once, schedule is a topological
+      order, first/last match the schedule, buffers that are live at the same step never share bytes
+      unless one is the in-place/alias partner of the other, offsets aligned and inside the arena.
+Prints one summary line per model (and the mismatches), exits 1 if any model failed.
+
+Random inputs: floats ~ N(0, 1); integer inputs in [0, 100), narrowed to the row count of an
+embedding table they index (Gather on an initializer), names with "mask" -> 0/1 (first column 1),
+"token_type"/"segment" -> 0/1, "position" -> 0..n-1; bool -> random.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import fnmatch
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zlib
+from collections import defaultdict
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+RUNTIME_KINDS = ("input", "output", "intermediate")
+MAX_LIST = 25  # mismatches printed per category
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+def np_dtype_name(dt: np.dtype) -> str:
+    dt = np.dtype(dt)
+    if dt.kind in ("O", "U", "S"):
+        return "string"
+    return dt.name  # float32, float16, float64, int64, int32, int8, uint8, bool, ...
+
+
+def onnx_elem_to_name(elem: int) -> str | None:
+    if elem == onnx.TensorProto.STRING:
+        return "string"
+    if elem == onnx.TensorProto.BFLOAT16:
+        return "bfloat16"
+    try:
+        return np_dtype_name(helper.tensor_dtype_to_np_dtype(elem))
+    except Exception:
+        return None
+
+
+def graph_inputs(model: onnx.ModelProto):
+    inits = {i.name for i in model.graph.initializer} | {i.name for i in model.graph.sparse_initializer}
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def symbolic_dims(model: onnx.ModelProto) -> list[str]:
+    names = []
+    for vi in graph_inputs(model):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param and d.dim_param not in names:
+                names.append(d.dim_param)
+    return names
+
+
+def default_binding(name: str) -> int:
+    return 1 if "batch" in name.lower() else 16
+
+
+def input_shapes(model, bindings) -> tuple[dict[str, list[int]], list[str]]:
+    """Concrete shape of every graph input, and the names of inputs that had anonymous dims."""
+    shapes, anonymous = {}, []
+    for vi in graph_inputs(model):
+        tt = vi.type.tensor_type
+        shape = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(d.dim_value)
+            elif d.HasField("dim_param") and d.dim_param in bindings:
+                shape.append(bindings[d.dim_param])
+            else:
+                shape.append(1)
+                if vi.name not in anonymous:
+                    anonymous.append(vi.name)
+        shapes[vi.name] = shape
+    return shapes, anonymous
+
+
+def index_bounds(model) -> dict[str, int]:
+    """For inputs used as Gather indices into an initializer: the size of the gathered axis."""
+    inits = {i.name: list(i.dims) for i in model.graph.initializer}
+    bounds = {}
+    for n in model.graph.node:
+        if n.op_type == "Gather" and len(n.input) >= 2 and n.input[0] in inits:
+            axis = 0
+            for a in n.attribute:
+                if a.name == "axis":
+                    axis = a.i
+            dims = inits[n.input[0]]
+            if dims:
+                size = dims[axis % len(dims)]
+                bounds[n.input[1]] = min(bounds.get(n.input[1], size), size)
+    return bounds
+
+
+def make_feeds(model, shapes, seed, int_high=None) -> dict[str, np.ndarray]:
+    bounds = index_bounds(model)
+    feeds = {}
+    for vi in graph_inputs(model):
+        name = vi.name
+        rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+        shape = shapes[name]
+        elem = vi.type.tensor_type.elem_type
+        if elem == onnx.TensorProto.STRING:
+            feeds[name] = np.array(["x"] * int(np.prod(shape)), dtype=object).reshape(shape)
+            continue
+        dt = helper.tensor_dtype_to_np_dtype(elem)
+        low = name.lower()
+        if dt == np.bool_:
+            a = rng.integers(0, 2, size=shape).astype(np.bool_)
+        elif np.issubdtype(dt, np.integer):
+            if "mask" in low:
+                a = rng.integers(0, 2, size=shape)
+                if a.ndim >= 1 and a.shape[-1] > 0:
+                    a[..., 0] = 1
+            elif "token_type" in low or "segment" in low:
+                a = rng.integers(0, 2, size=shape)
+            elif "position" in low and len(shape) >= 1:
+                a = np.broadcast_to(np.arange(shape[-1]), shape).copy()
+            else:
+                hi = 100 if int_high is None else int_high
+                if name in bounds:
+                    hi = min(hi, bounds[name])
+                if np.iinfo(dt).max < hi:
+                    hi = int(np.iinfo(dt).max) + 1
+                a = rng.integers(0, max(hi, 1), size=shape)
+            a = a.astype(dt)
+        elif np.issubdtype(dt, np.floating):
+            a = rng.standard_normal(size=shape).astype(dt)
+        else:
+            a = np.zeros(shape, dtype=dt)
+        feeds[name] = np.ascontiguousarray(a)
+    return feeds
+
+
+def session(path_or_bytes, threads: int) -> ort.InferenceSession:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    return ort.InferenceSession(path_or_bytes, so, providers=["CPUExecutionProvider"])
+
+
+def run(path, feeds, threads) -> dict[str, object]:
+    sess = session(path, threads)
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, feeds)))
+
+
+def bit_equal(a, b) -> bool:
+    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return repr(a) == repr(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind == "O":
+        return bool(np.array_equal(a, b))
+    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def subgraph_reads(node) -> set[str]:
+    """Names a node's subgraphs (If/Loop/Scan bodies, recursively) read from the enclosing scope."""
+    out = set()
+
+    def walk(g, outer_defined):
+        defined = set(outer_defined)
+        defined |= {i.name for i in g.input} | {i.name for i in g.initializer}
+        defined |= {i.name for i in g.sparse_initializer}
+        for n in g.node:
+            for i in n.input:
+                if i and i not in defined:
+                    out.add(i)
+            for a in n.attribute:
+                for sg in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                           list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []):
+                    walk(sg, defined)
+            defined |= {o for o in n.output if o}
+        for o in g.output:
+            if o.name and o.name not in defined:
+                out.add(o.name)
+
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            walk(a.g, set())
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            for g in a.graphs:
+                walk(g, set())
+    return out
+
+
+def node_reads(node) -> list[str]:
+    return [i for i in node.input if i] + sorted(subgraph_reads(node))
+
+
+def shape_list(a) -> list[int]:
+    return [int(d) for d in a.shape]
+
+
+# ----------------------------------------------------------------------------------------------
+# the per-model check
+# ----------------------------------------------------------------------------------------------
+class Result:
+    def __init__(self, name):
+        self.name = name
+        self.problems: dict[str, list[str]] = defaultdict(list)
+        self.notes: list[str] = []
+        self.info: dict[str, object] = {}
+
+    def bad(self, cat, msg):
+        self.problems[cat].append(msg)
+
+    @property
+    def ok(self):
+        return not self.problems
+
+    def count(self):
+        return sum(len(v) for v in self.problems.values())
+
+
+def check_one(path: str, a, manifest_entry: dict) -> Result:
+    stem = os.path.basename(path)[: -len(".onnx")]
+    res = Result(os.path.basename(path))
+    t0 = time.time()
+    model = onnx.load(path)
+    n_nodes = len(model.graph.node)
+
+    # ---- (a) bindings and the tool run -------------------------------------------------------
+    bindings = {}
+    for d in symbolic_dims(model):
+        bindings[d] = default_binding(d)
+    bindings.update(manifest_entry.get("bindings", {}))
+    for kv in a.dim:
+        k, v = kv.split("=", 1)
+        if k in bindings or a.dim_force:
+            bindings[k] = int(v)
+    shapes, anonymous = input_shapes(model, bindings)
+    for name, shp in manifest_entry.get("input_shapes", {}).items():
+        shapes[name] = list(shp)
+        if name in anonymous:
+            anonymous.remove(name)
+    res.info["bind"] = " ".join(f"{k}={v}" for k, v in bindings.items()) or "-"
+    print(f"  {res.name}: binding {res.info['bind']}"
+          + (f"; anonymous dims in {anonymous} -> 1 via --input-shape" if anonymous else ""),
+          flush=True)
+
+    out_model = os.path.join(a.out, stem + ".memplan.onnx")
+    out_table = os.path.join(a.out, stem + ".memplan.json")
+    if a.bin:
+        for f in (out_model, out_table):
+            if os.path.exists(f):
+                os.remove(f)
+        cmd = [a.bin, "plan", path, "-o", out_model, "--table", out_table]
+        for k, v in bindings.items():
+            cmd += ["--dim", f"{k}={v}"]
+        for name in anonymous + list(manifest_entry.get("input_shapes", {})):
+            cmd += ["--input-shape", f"{name}=" + "x".join(str(d) for d in shapes[name])]
+        cmd += a.tool_arg
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            res.bad("tool", f"timed out after {a.timeout}s: {' '.join(cmd)}")
+            return res
+        res.info["stderr"] = p.stderr.strip().splitlines()[-1:] if p.stderr.strip() else []
+        if p.returncode != 0:
+            tail = "\n      ".join(p.stderr.strip().splitlines()[-8:])
+            cat = "unsupported" if p.returncode == 2 else "tool"
+            res.bad(cat, f"exit {p.returncode}: {' '.join(cmd)}\n      {tail}")
+            return res
+    else:  # --no-bin: check an existing table/annotated model in --out (useful while developing)
+        if not os.path.exists(out_table):
+            res.bad("tool", f"--bin not given and {out_table} does not exist")
+            return res
+    res.info["tool_s"] = time.time() - t0
+
+    try:
+        with open(out_table) as f:
+            table = json.load(f)
+    except Exception as e:
+        res.bad("table", f"cannot read {out_table}: {e}")
+        return res
+    annotated = None
+    if os.path.exists(out_model):
+        try:
+            annotated = onnx.load(out_model)
+        except Exception as e:
+            res.bad("annotated", f"cannot load {out_model}: {e}")
+    else:
+        res.bad("annotated", f"{out_model} was not written")
+
+    # ---- (b) checker + structure of the annotated model --------------------------------------
+    if annotated is not None:
+        try:
+            onnx.checker.check_model(out_model, full_check=True)
+        except Exception as e:
+            res.bad("checker", str(e).strip().splitlines()[0][:400])
+        check_annotated_structure(model, annotated, table, res)
+
+    # ---- (c) same outputs -------------------------------------------------------------------
+    feeds = make_feeds(model, shapes, a.seed, manifest_entry.get("int_high"))
+    try:
+        ref = run(path, feeds, a.threads)
+    except Exception as e:
+        res.bad("ort", f"original model does not run in onnxruntime: {str(e).strip()[:300]}")
+        return res
+    if annotated is not None:
+        try:
+            got = run(out_model, feeds, a.threads)
+            if list(got) != list(ref):
+                res.bad("outputs", f"output names differ: {list(ref)} vs {list(got)}")
+            for k, v in ref.items():
+                if k in got and not bit_equal(v, got[k]):
+                    res.bad("outputs", f"{k}: annotated model's output is not bit-identical")
+        except Exception as e:
+            res.bad("outputs", f"annotated model does not run: {str(e).strip()[:300]}")
+
+    # ---- (d) every intermediate from onnxruntime vs the table --------------------------------
+    produced = dict(ref)
+    produced.update(feeds)
+    full = copy.deepcopy(model)
+    have = {o.name for o in full.graph.output}
+    extra = []
+    for n in full.graph.node:
+        for o in n.output:
+            if o and o not in have:
+                have.add(o)
+                extra.append(o)
+    full.graph.output.extend(helper.make_empty_tensor_value_info(o) for o in extra)
+    full_path = os.path.join(a.out, stem + ".allouts.onnx")
+    try:
+        if full.ByteSize() > 1_800_000_000:
+            onnx.save(full, full_path, save_as_external_data=True,
+                      location=stem + ".allouts.data")
+            allouts = run(full_path, feeds, a.threads)
+        else:
+            allouts = run(full.SerializeToString(), feeds, a.threads)
+        produced.update(allouts)
+    except Exception as e:
+        res.bad("ort", f"all-outputs copy does not run: {str(e).strip()[:300]}")
+    finally:
+        for f in (full_path, os.path.join(a.out, stem + ".allouts.data")):
+            if os.path.exists(f):
+                os.remove(f)
+    check_table_types(table, produced, res, model)
+    if annotated is not None:
+        check_value_info(annotated, produced, res)
+
+    # ---- (e) the table on its own -------------------------------------------------------------
+    check_table_plan(model, table, res)
+
+    res.info["total_s"] = time.time() - t0
+    res.info["nodes"] = n_nodes
+    res.info["tensors"] = len(table.get("tensors", []))
+    arenas = table.get("arenas", [])
+    res.info["arena"] = sum(int(x.get("bytes", 0)) for x in arenas)
+    st = table.get("stats", {})
+    res.info["lb"] = st.get("lower_bound_bytes")
+    res.info["naive"] = st.get("naive_bytes")
+    res.info["planner"] = st.get("planner")
+    return res
+
+
+def check_annotated_structure(model, annotated, table, res):
+    def key(n):
+        return n.SerializeToString(deterministic=True)
+
+    orig_nodes = sorted(key(n) for n in model.graph.node)
+    ann_nodes = sorted(key(n) for n in annotated.graph.node)
+    if orig_nodes != ann_nodes:
+        res.bad("annotated", f"node set differs from the input model "
+                             f"({len(model.graph.node)} vs {len(annotated.graph.node)} nodes)")
+    oi = sorted(i.name for i in model.graph.initializer)
+    ai = sorted(i.name for i in annotated.graph.initializer)
+    if oi != ai:
+        res.bad("annotated", "initializer names differ from the input model")
+    for what in ("input", "output"):
+        on = [v.name for v in getattr(model.graph, what)]
+        an = [v.name for v in getattr(annotated.graph, what)]
+        if on != an:
+            res.bad("annotated", f"graph {what}s differ: {on[:5]} vs {an[:5]}")
+    meta = {p.key: p.value for p in annotated.metadata_props}
+    if meta.get("memplan.format") != "onnx-memplan/1":
+        res.bad("metadata", f"model metadata memplan.format = {meta.get('memplan.format')!r}")
+    for ar in table.get("arenas", []):
+        k = f"memplan.arena.{ar.get('id')}.bytes"
+        if meta.get(k) != str(ar.get("bytes")):
+            res.bad("metadata", f"{k} = {meta.get(k)!r}, table says {ar.get('bytes')}")
+    if "memplan.alignment" not in meta:
+        res.bad("metadata", "model metadata memplan.alignment missing")
+    if "memplan.table" not in meta:
+        res.bad("metadata", "model metadata memplan.table missing")
+    # per-tensor metadata on value_info / inputs / outputs
+    vis = {}
+    for v in list(annotated.graph.value_info) + list(annotated.graph.input) + list(annotated.graph.output):
+        md = {p.key: p.value for p in getattr(v, "metadata_props", [])}
+        if md:
+            vis[v.name] = md
+    for t in table.get("tensors", []):
+        if t.get("arena") is None or t.get("offset") is None:
+            continue
+        md = vis.get(t["name"])
+        if md is None:
+            res.bad("metadata", f"{t['name']}: planned tensor has no memplan.* metadata_props")
+            continue
+        want = {"memplan.arena": str(t["arena"]), "memplan.offset": str(t["offset"]),
+                "memplan.bytes": str(t["bytes"]), "memplan.lifetime": f"{t['first']}:{t['last']}"}
+        if t.get("inplace_of"):
+            want["memplan.inplace_of"] = t["inplace_of"]
+        if t.get("alias_of"):
+            want["memplan.alias_of"] = t["alias_of"]
+        for k, v in want.items():
+            if md.get(k) != v:
+                res.bad("metadata", f"{t['name']}: {k} = {md.get(k)!r}, table says {v!r}")
+
+
+def check_table_types(table, produced, res, model=None):
+    checked = 0
+    inits = {i.name: i for i in model.graph.initializer} if model is not None else {}
+    for t in table.get("tensors", []):
+        name = t.get("name")
+        if t.get("kind") not in RUNTIME_KINDS:
+            # constants: checked too when onnxruntime computed them (Constant outputs, folded
+            # subgraphs) or when they are initializers
+            if name in inits and "dtype" in t and "shape" in t:
+                init = inits[name]
+                dt = onnx_elem_to_name(init.data_type)
+                if t.get("dtype") != dt or t.get("shape") != list(init.dims):
+                    res.bad("constant", f"{name}: table {t.get('dtype')}{t.get('shape')}, "
+                                        f"initializer {dt}{list(init.dims)}")
+                continue
+            if name not in produced or "dtype" not in t or "shape" not in t:
+                continue
+        elif name not in produced:
+            res.bad("missing-in-ort", f"{name}: in the table (kind {t.get('kind')}) but onnxruntime "
+                                      f"did not produce it")
+            continue
+        arr = produced[name]
+        if not isinstance(arr, np.ndarray):
+            res.notes.append(f"{name}: onnxruntime returned a {type(arr).__name__}, not checked")
+            continue
+        checked += 1
+        dt, shp = np_dtype_name(arr.dtype), shape_list(arr)
+        if t.get("dtype") != dt:
+            res.bad("dtype", f"{name}: table {t.get('dtype')}, onnxruntime {dt}")
+        if t.get("shape") != shp:
+            res.bad("shape", f"{name}: table {t.get('shape')}, onnxruntime {shp}")
+        elif dt != "string" and t.get("bytes") != arr.nbytes:
+            res.bad("bytes", f"{name}: table {t.get('bytes')}, onnxruntime {arr.nbytes} "
+                             f"({dt}{shp})")
+    res.info["checked"] = checked
+
+
+def check_value_info(annotated, produced, res):
+    for v in annotated.graph.value_info:
+        if v.name not in produced or not v.type.HasField("tensor_type"):
+            continue
+        arr = produced[v.name]
+        if not isinstance(arr, np.ndarray):
+            continue
+        tt = v.type.tensor_type
+        dt = onnx_elem_to_name(tt.elem_type)
+        if dt != np_dtype_name(arr.dtype):
+            res.bad("value_info", f"{v.name}: elem_type {dt}, onnxruntime {np_dtype_name(arr.dtype)}")
+            continue
+        if not tt.HasField("shape"):
+            res.bad("value_info", f"{v.name}: no shape")
+            continue
+        dims = tt.shape.dim
+        if len(dims) != arr.ndim or any(d.HasField("dim_value") and d.dim_value != s
+                                        for d, s in zip(dims, arr.shape)):
+            got = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+            res.bad("value_info", f"{v.name}: shape {got}, onnxruntime {shape_list(arr)}")
+
+
+def check_table_plan(model, table, res):
+    g = model.graph
+    n = len(g.node)
+    if table.get("format") != "onnx-memplan/1":
+        res.bad("table", f"format = {table.get('format')!r}")
+    tensors = table.get("tensors", [])
+    by_name = {}
+    for t in tensors:
+        nm = t.get("name")
+        if nm in by_name:
+            res.bad("coverage", f"{nm}: listed more than once")
+        by_name[nm] = t
+
+    # -- coverage: every tensor the runtime holds, exactly once, with the right kind
+    inits = {i.name for i in g.initializer} | {i.name for i in g.sparse_initializer}
+    outputs = {o.name for o in g.output}
+    inputs = {i.name for i in graph_inputs(model)}
+    const_out = {o for nd in g.node if nd.op_type == "Constant" and nd.domain in ("", "ai.onnx")
+                 for o in nd.output if o}
+    # outputs computed from constants alone (e.g. Identity of an initializer): a planner that folds
+    # them may call them constants; either kind is accepted for these
+    foldable = set(inits) | const_out
+    changed = True
+    while changed:
+        changed = False
+        for nd in g.node:
+            if (nd.domain in ("", "ai.onnx") and not nd.op_type.startswith("Random")
+                    and nd.op_type not in ("Multinomial", "Bernoulli")
+                    and not subgraph_reads(nd) and all(i in foldable for i in nd.input if i)):
+                new = {o for o in nd.output if o} - foldable
+                if new:
+                    foldable |= new
+                    changed = True
+    expected = {}
+    for i in inputs:
+        expected[i] = "input"
+    for nd in g.node:
+        for o in nd.output:
+            if o:
+                expected[o] = ("output" if o in outputs else
+                               "constant" if o in const_out else "intermediate")
+    for nm, kind in expected.items():
+        t = by_name.get(nm)
+        if t is None:
+            if kind != "constant":
+                res.bad("coverage", f"{nm}: {kind} tensor missing from the table")
+        elif t.get("kind") != kind and not (t.get("kind") == "constant" and nm in foldable
+                                            and kind in ("intermediate", "output")):
+            res.bad("coverage", f"{nm}: kind {t.get('kind')!r}, expected {kind!r}")
+    for nm, t in by_name.items():
+        if nm not in expected and nm not in inits:
+            res.bad("coverage", f"{nm}: in the table but not a tensor of the top-level graph")
+        if nm in inits and t.get("kind") != "constant":
+            res.bad("coverage", f"{nm}: initializer with kind {t.get('kind')!r}")
+
+    # -- schedule is a permutation and a topological order
+    sched = table.get("schedule")
+    if not isinstance(sched, list) or sorted(sched) != list(range(n)):
+        res.bad("schedule", f"not a permutation of 0..{n - 1}")
+        return
+    step_of_node = {idx: s for s, idx in enumerate(sched)}
+    producer_step = {}
+    for s, idx in enumerate(sched):
+        for o in g.node[idx].output:
+            if o:
+                producer_step[o] = s
+    available = set(inputs) | inits
+    topo_bad = 0
+    for s, idx in enumerate(sched):
+        nd = g.node[idx]
+        for i in node_reads(nd):
+            if i not in available and i in producer_step:
+                topo_bad += 1
+                if topo_bad <= 3:
+                    res.bad("schedule", f"step {s} (node {idx} {nd.op_type}) reads {i} before it is "
+                                        f"produced (step {producer_step[i]})")
+        available |= {o for o in nd.output if o}
+
+    # -- lifetimes recomputed from the schedule
+    last_read = {}
+    for idx in range(n):
+        s = step_of_node[idx]
+        for i in node_reads(g.node[idx]):
+            last_read[i] = max(last_read.get(i, -1), s)
+    wider = 0
+    for nm, t in by_name.items():
+        if t.get("kind") not in RUNTIME_KINDS or nm not in expected:
+            continue
+        first = 0 if nm in inputs else producer_step.get(nm)
+        if first is None:
+            continue
+        last = max(last_read.get(nm, first), first)
+        if nm in outputs:
+            last = n - 1
+        tf, tl = t.get("first"), t.get("last")
+        if not isinstance(tf, int) or not isinstance(tl, int):
+            res.bad("lifetime", f"{nm}: first/last missing")
+        elif tf > first or tl < last:
+            res.bad("lifetime", f"{nm}: table [{tf}, {tl}] does not cover [{first}, {last}]")
+        elif (tf, tl) != (first, last):
+            wider += 1
+    if wider:
+        res.notes.append(f"{wider} lifetimes are wider than the schedule requires (safe)")
+
+    # -- buffers: alignment, bounds, no overlap between conflicting tensors of different groups
+    opts = table.get("options", {})
+    align = int(opts.get("alignment", 64) or 1)
+    arenas = {ar.get("id"): int(ar.get("bytes", 0)) for ar in table.get("arenas", [])}
+    parent = {}
+
+    def find(x):
+        while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])
+            x = parent[x]
+        return x
+
+    planned = [t for t in tensors if t.get("arena") is not None and t.get("offset") is not None]
+    for t in planned:
+        nm = t["name"]
+        if t.get("arena") not in arenas:
+            res.bad("plan", f"{nm}: arena {t.get('arena')} is not in arenas")
+            continue
+        off, b = int(t["offset"]), int(t.get("bytes") or 0)
+        if off < 0 or off + b > arenas[t["arena"]]:
+            res.bad("plan", f"{nm}: [{off}, {off + b}) outside arena {t['arena']} "
+                            f"({arenas[t['arena']]} bytes)")
+        partner = t.get("inplace_of") or t.get("alias_of")
+        if partner:
+            p = by_name.get(partner)
+            if p is None or p.get("offset") is None:
+                res.bad("plan", f"{nm}: shares bytes with {partner!r}, which has no buffer")
+                continue
+            parent[find(nm)] = find(partner)
+            want = int(p["offset"]) + int(t.get("alias_offset") or 0)
+            if p.get("arena") != t.get("arena") or off != want:
+                res.bad("plan", f"{nm}: offset {off} (arena {t.get('arena')}), expected {want} "
+                                f"(arena {p.get('arena')}) from {partner}")
+        elif off % align:
+            res.bad("plan", f"{nm}: offset {off} not a multiple of alignment {align}")
+    overlaps = 0
+    by_arena = defaultdict(list)
+    for t in planned:
+        if int(t.get("bytes") or 0) > 0 and isinstance(t.get("first"), int):
+            by_arena[t["arena"]].append(t)
+    for ar, ts in by_arena.items():
+        ts.sort(key=lambda t: t["first"])
+        active = []
+        for t in ts:
+            active = [u for u in active if u["last"] >= t["first"]]
+            lo, hi = int(t["offset"]), int(t["offset"]) + int(t["bytes"])
+            for u in active:
+                ulo, uhi = int(u["offset"]), int(u["offset"]) + int(u["bytes"])
+                if lo < uhi and ulo < hi and find(t["name"]) != find(u["name"]):
+                    overlaps += 1
+                    if overlaps <= MAX_LIST:
+                        res.bad("overlap", f"{t['name']} [{t['first']},{t['last']}] bytes "
+                                           f"[{lo},{hi}) overlaps {u['name']} [{u['first']},{u['last']}]"
+                                           f" bytes [{ulo},{uhi}) in arena {ar}")
+            active.append(t)
+    if overlaps > MAX_LIST:
+        res.bad("overlap", f"... {overlaps} overlapping pairs in all")
+    lb = table.get("stats", {}).get("lower_bound_bytes")
+    if isinstance(lb, int) and arenas and sum(arenas.values()) < lb:
+        res.bad("plan", f"arena total {sum(arenas.values())} below the lower bound {lb}")
+
+
+# ----------------------------------------------------------------------------------------------
+def human(b):
+    if not isinstance(b, (int, float)):
+        return "?"
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(b) < 1024 or unit == "GB":
+            return f"{b:.0f}{unit}" if unit == "B" else f"{b:.2f}{unit}"
+        b /= 1024
+
+
+def collect(paths, only):
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            for root, _, names in os.walk(p):
+                files += [os.path.join(root, f) for f in names if f.endswith(".onnx")]
+        else:
+            files.append(p)
+    files = sorted(f for f in files if not f.endswith(".memplan.onnx")
+                   and not f.endswith(".allouts.onnx"))
+    if only:
+        files = [f for f in files if any(fnmatch.fnmatch(os.path.basename(f), o) for o in only)]
+    return files
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="onnxruntime conformance check for onnx-memplan",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__)
+    ap.add_argument("--bin", help="path to the onnx-memplan binary (omit with --no-bin)")
+    ap.add_argument("--no-bin", action="store_true",
+                    help="do not run the tool; check OUT/<stem>.memplan.{onnx,json} that exist")
+    ap.add_argument("--models", nargs="+", default=["models"], help="model files or directories")
+    ap.add_argument("--out", required=True, help="directory for the annotated models and tables")
+    ap.add_argument("--manifest", help="zoo manifest.json with per-file bindings / input_shapes")
+    ap.add_argument("--only", nargs="*", help="glob patterns on the file name")
+    ap.add_argument("--dim", action="append", default=[],
+                    help="NAME=N: override the binding of a symbolic dim the model has")
+    ap.add_argument("--dim-force", action="store_true", help="pass --dim bindings even if unused")
+    ap.add_argument("--tool-arg", action="append", default=[],
+                    help="extra argument passed to `BIN plan` (repeatable)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per tool run")
+    ap.add_argument("--allow-unsupported", action="store_true",
+                    help="a tool exit code 2 (unsupported model) is a skip, not a failure")
+    a = ap.parse_args()
+    if not a.bin and not a.no_bin:
+        ap.error("--bin is required (or --no-bin)")
+    if a.bin and not os.path.exists(a.bin):
+        ap.error(f"--bin {a.bin} does not exist")
+    os.makedirs(a.out, exist_ok=True)
+    manifest = {}
+    if a.manifest:
+        with open(a.manifest) as f:
+            m = json.load(f)
+        for e in m.get("models", m if isinstance(m, list) else []):
+            manifest[os.path.basename(e["file"])] = e
+    files = collect(a.models, a.only)
+    if not files:
+        print("no models found", file=sys.stderr)
+        return 1
+    print(f"ort_check: {len(files)} models, onnx {onnx.__version__}, onnxruntime {ort.__version__}, "
+          f"numpy {np.__version__}", flush=True)
+    passed = failed = skipped = 0
+    for f in files:
+        try:
+            r = check_one(f, a, manifest.get(os.path.basename(f), {}))
+        except Exception as e:  # a bug in this script or an unreadable model
+            r = Result(os.path.basename(f))
+            r.bad("crash", f"{type(e).__name__}: {e}")
+        i = r.info
+        if r.ok:
+            passed += 1
+            lb, ar = i.get("lb"), i.get("arena")
+            ratio = f"{ar / lb:.3f}" if isinstance(lb, int) and lb > 0 else "?"
+            print(f"PASS {r.name}: [{i.get('bind')}] {i.get('nodes')} nodes, {i.get('tensors')} "
+                  f"tensors ({i.get('checked')} checked vs ORT), arena {human(ar)} / lower bound "
+                  f"{human(lb)} = {ratio}, naive {human(i.get('naive'))}, planner {i.get('planner')}, "
+                  f"outputs bit-identical ({i.get('total_s', 0):.1f}s)", flush=True)
+        elif a.allow_unsupported and set(r.problems) == {"unsupported"}:
+            skipped += 1
+            print(f"SKIP {r.name}: unsupported: {r.problems['unsupported'][0]}", flush=True)
+        else:
+            failed += 1
+            cats = ", ".join(f"{k} {len(v)}" for k, v in r.problems.items())
+            print(f"FAIL {r.name}: [{i.get('bind', '-')}] {r.count()} problems ({cats})", flush=True)
+            for k, v in r.problems.items():
+                for msg in v[:MAX_LIST]:
+                    print(f"    {k}: {msg}")
+                if len(v) > MAX_LIST:
+                    print(f"    {k}: ... and {len(v) - MAX_LIST} more")
+        for note in r.notes[:5]:
+            print(f"    note: {note}")
+    line = f"{passed} passed, {failed} failed"
+    if skipped:
+        line += f", {skipped} skipped"
+    print(line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
