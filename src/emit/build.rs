@@ -1,0 +1,70 @@
+//! Assembling the allocation table from the analysis and the solved offsets.
+
+use super::table::{Arena, TableOptions, TensorEntry};
+use crate::ir::{Graph, concrete};
+use crate::liveness::{Liveness, Sharing};
+
+/// One entry per tensor of the analysis, with absolute offsets from `buffer_offsets`
+/// (one offset per buffer, in arena 0).
+pub fn tensor_entries(
+    graph: &Graph,
+    liveness: &Liveness,
+    buffer_offsets: &[u64],
+) -> Vec<TensorEntry> {
+    let name_of = |t: usize| graph.values[liveness.tensors[t].value].name.clone();
+    liveness
+        .tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let value = &graph.values[t.value];
+            let tensor = value.tensor_type();
+            let offset = liveness.buffer_of[i].map(|b| {
+                buffer_offsets[b] + liveness.offset_in_buffer(i).expect("member of its buffer")
+            });
+            let (inplace_of, alias_of, alias_offset) = match liveness.sharing[i] {
+                Some(Sharing::InPlace { of }) => (Some(name_of(of)), None, None),
+                Some(Sharing::Alias { of, offset }) => (None, Some(name_of(of)), offset),
+                None => (None, None, None),
+            };
+            TensorEntry {
+                name: value.name.clone(),
+                dtype: tensor.map(|t| t.dtype.name().to_string()),
+                shape: tensor.and_then(|t| concrete(t.shape.as_ref()?)),
+                bytes: t.bytes,
+                kind: t.kind.name().to_string(),
+                first: t.first,
+                last: t.last,
+                arena: offset.map(|_| 0),
+                offset,
+                inplace_of,
+                alias_of,
+                alias_offset,
+            }
+        })
+        .collect()
+}
+
+/// The single flat arena.
+pub fn main_arena(bytes: u64) -> Vec<Arena> {
+    vec![Arena {
+        id: 0,
+        name: "main".to_string(),
+        bytes,
+    }]
+}
+
+/// Bytes of planning every arena tensor in its own buffer, padded to the alignment.
+pub fn naive_bytes(liveness: &Liveness, options: &TableOptions) -> u64 {
+    liveness
+        .tensors
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| liveness.buffer_of[*i].is_some())
+        .map(|(_, t)| {
+            t.bytes
+                .unwrap_or(0)
+                .next_multiple_of(options.alignment.max(1))
+        })
+        .sum()
+}

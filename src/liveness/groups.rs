@@ -1,0 +1,363 @@
+//! Grouping tensors into buffers: in-place overwrite, alias and slice alias, decided by walking
+//! the execution order and consulting the rule table.
+
+use anyhow::Result;
+
+use super::lifetimes::{TensorKind, TensorLife, lifetimes};
+use super::rules::{ReuseRule, node_rule, slice_offsets};
+use crate::ir::{Graph, NodeId, ValueId, concrete};
+
+/// Which sharing mechanisms are enabled.
+#[derive(Clone, Copy, Debug)]
+pub struct LivenessOptions {
+    /// Let elementwise outputs overwrite an input that dies at the node.
+    pub inplace: bool,
+    /// Let Reshape-like outputs and Concat/Split slices share their input's bytes.
+    pub alias: bool,
+    /// Place graph inputs and outputs in the arena.
+    pub include_io: bool,
+    /// Arena alignment in bytes: slice aliases start only at multiples of it.
+    pub alignment: u64,
+}
+
+impl Default for LivenessOptions {
+    fn default() -> Self {
+        LivenessOptions {
+            inplace: true,
+            alias: true,
+            include_io: true,
+            alignment: 64,
+        }
+    }
+}
+
+/// How a tensor shares another tensor's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// Written over `of`, an input of its producer that dies there.
+    InPlace {
+        /// The overwritten tensor (index into [`Liveness::tensors`]).
+        of: usize,
+    },
+    /// The bytes of `of` (a full alias), or a slice of them starting `offset` bytes in.
+    Alias {
+        /// The tensor whose bytes it is (index into [`Liveness::tensors`]).
+        of: usize,
+        /// Bytes from the start of `of` for a slice alias; `None` for a full alias.
+        offset: Option<u64>,
+    },
+}
+
+/// One arena allocation shared by a group of tensors.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    /// Exact bytes the group needs (largest member end).
+    pub bytes: u64,
+    /// First step any member is live.
+    pub first: usize,
+    /// Last step any member is live.
+    pub last: usize,
+    /// Members: tensor index and its byte offset inside the buffer.
+    pub members: Vec<(usize, u64)>,
+}
+
+/// The result of the analysis.
+#[derive(Clone, Debug)]
+pub struct Liveness {
+    /// The execution order (node ids).
+    pub order: Vec<NodeId>,
+    /// Every tensor of the graph.
+    pub tensors: Vec<TensorLife>,
+    /// For each tensor, what it shares.
+    pub sharing: Vec<Option<Sharing>>,
+    /// For each tensor, its buffer (index into `buffers`) when it is in the arena.
+    pub buffer_of: Vec<Option<usize>>,
+    /// Arena buffers (groups of tensors). Empty groups left by merging are removed.
+    pub buffers: Vec<Buffer>,
+}
+
+impl Liveness {
+    /// Byte offset of a tensor inside its buffer.
+    pub fn offset_in_buffer(&self, tensor: usize) -> Option<u64> {
+        let b = self.buffer_of[tensor]?;
+        self.buffers[b]
+            .members
+            .iter()
+            .find(|m| m.0 == tensor)
+            .map(|m| m.1)
+    }
+}
+
+/// Computes lifetimes under `order` and groups tensors into buffers.
+pub fn analyse(graph: &Graph, order: Vec<NodeId>, options: LivenessOptions) -> Result<Liveness> {
+    let tensors = lifetimes(graph, &order)?;
+    let mut tensor_of: Vec<Option<usize>> = vec![None; graph.values.len()];
+    for (i, t) in tensors.iter().enumerate() {
+        tensor_of[t.value] = Some(i);
+    }
+    let in_arena = |t: &TensorLife| {
+        t.bytes.is_some()
+            && match t.kind {
+                TensorKind::Constant => false,
+                TensorKind::Input | TensorKind::Output => options.include_io,
+                TensorKind::Intermediate => true,
+            }
+    };
+    let mut buffer_of = vec![None; tensors.len()];
+    let mut buffers = Vec::new();
+    for (i, t) in tensors.iter().enumerate() {
+        if in_arena(t) {
+            buffer_of[i] = Some(buffers.len());
+            buffers.push(Buffer {
+                bytes: t.bytes.unwrap_or(0),
+                first: t.first,
+                last: t.last,
+                members: vec![(i, 0)],
+            });
+        }
+    }
+    let mut grouping = Grouping {
+        graph,
+        tensors: &tensors,
+        tensor_of: &tensor_of,
+        buffer_of,
+        buffers,
+        sharing: vec![None; tensors.len()],
+        alignment: options.alignment.max(1),
+    };
+    for (step, &node_id) in order.iter().enumerate() {
+        let node = &graph.nodes[node_id];
+        match node_rule(graph, node) {
+            ReuseRule::InPlace(candidates) if options.inplace => {
+                grouping.try_inplace(node_id, step, candidates)
+            }
+            ReuseRule::Alias if options.alias => grouping.try_alias(node_id),
+            ReuseRule::ConcatSlices if options.alias => grouping.try_concat(node_id),
+            ReuseRule::SplitSlices if options.alias => grouping.try_split(node_id),
+            _ => {}
+        }
+    }
+    let Grouping {
+        mut buffer_of,
+        buffers,
+        sharing,
+        ..
+    } = grouping;
+    // Drop emptied groups and renumber.
+    let mut renumber = vec![None; buffers.len()];
+    let mut kept = Vec::new();
+    for (i, b) in buffers.into_iter().enumerate() {
+        if !b.members.is_empty() {
+            renumber[i] = Some(kept.len());
+            kept.push(b);
+        }
+    }
+    for b in buffer_of.iter_mut() {
+        *b = b.and_then(|old| renumber[old]);
+    }
+    Ok(Liveness {
+        order,
+        tensors,
+        sharing,
+        buffer_of,
+        buffers: kept,
+    })
+}
+
+/// Mutable state of the grouping walk.
+struct Grouping<'a> {
+    graph: &'a Graph,
+    tensors: &'a [TensorLife],
+    tensor_of: &'a [Option<usize>],
+    buffer_of: Vec<Option<usize>>,
+    buffers: Vec<Buffer>,
+    sharing: Vec<Option<Sharing>>,
+    alignment: u64,
+}
+
+impl Grouping<'_> {
+    fn tensor(&self, value: Option<ValueId>) -> Option<usize> {
+        self.tensor_of[value?]
+    }
+
+    /// The arena tensor behind a node input or output, if it is alone in its buffer.
+    fn single(&self, tensor: usize) -> Option<usize> {
+        let b = self.buffer_of[tensor]?;
+        (self.buffers[b].members.len() == 1).then_some(b)
+    }
+
+    fn offset_of(&self, tensor: usize) -> u64 {
+        let b = self.buffer_of[tensor].expect("tensor is in the arena");
+        self.buffers[b]
+            .members
+            .iter()
+            .find(|m| m.0 == tensor)
+            .expect("member of its buffer")
+            .1
+    }
+
+    /// Moves the single-member buffer of `tensor` into buffer `into` at byte `offset`.
+    fn join(&mut self, tensor: usize, into: usize, offset: u64) {
+        let own = self.buffer_of[tensor].expect("tensor is in the arena");
+        let Buffer { first, last, .. } = self.buffers[own];
+        self.buffers[own].members.clear();
+        let bytes = self.tensors[tensor].bytes.unwrap_or(0);
+        let target = &mut self.buffers[into];
+        target.members.push((tensor, offset));
+        target.bytes = target.bytes.max(offset + bytes);
+        target.first = target.first.min(first);
+        target.last = target.last.max(last);
+        self.buffer_of[tensor] = Some(into);
+    }
+
+    fn elem_bits(&self, tensor: usize) -> Option<u32> {
+        self.graph.values[self.tensors[tensor].value]
+            .tensor_type()?
+            .dtype
+            .bits()
+    }
+
+    fn try_inplace(&mut self, node_id: NodeId, step: usize, candidates: &[usize]) {
+        let node = &self.graph.nodes[node_id];
+        let Some(out) = self.tensor(node.outputs.first().copied().flatten()) else {
+            return;
+        };
+        if self.single(out).is_none() {
+            return;
+        }
+        for &slot in candidates {
+            let Some(input) = self.tensor(node.inputs.get(slot).copied().flatten()) else {
+                continue;
+            };
+            let Some(b) = self.buffer_of[input] else {
+                continue;
+            };
+            let group = &self.buffers[b];
+            let sizes_match = self.tensors[input].bytes == self.tensors[out].bytes
+                && self.elem_bits(input) == self.elem_bits(out);
+            let protected = group
+                .members
+                .iter()
+                .any(|&(m, _)| self.tensors[m].kind != TensorKind::Intermediate);
+            // No other input of the node may share bytes with the overwritten group.
+            let other_reader = node.inputs.iter().flatten().any(|&v| {
+                self.tensor_of[v].is_some_and(|t| t != input && self.buffer_of[t] == Some(b))
+            });
+            if sizes_match && group.last == step && !protected && !other_reader {
+                let offset = self.offset_of(input);
+                self.join(out, b, offset);
+                self.sharing[out] = Some(Sharing::InPlace { of: input });
+                return;
+            }
+        }
+    }
+
+    fn try_alias(&mut self, node_id: NodeId) {
+        let node = &self.graph.nodes[node_id];
+        let (Some(input), Some(out)) = (
+            self.tensor(node.inputs.first().copied().flatten()),
+            self.tensor(node.outputs.first().copied().flatten()),
+        ) else {
+            return;
+        };
+        let Some(b) = self.buffer_of[input] else {
+            return;
+        };
+        if self.single(out).is_none() || self.tensors[input].bytes != self.tensors[out].bytes {
+            return;
+        }
+        let offset = self.offset_of(input);
+        self.join(out, b, offset);
+        self.sharing[out] = Some(Sharing::Alias {
+            of: input,
+            offset: None,
+        });
+    }
+
+    fn try_concat(&mut self, node_id: NodeId) {
+        let node = &self.graph.nodes[node_id];
+        let Some(out) = self.tensor(node.outputs.first().copied().flatten()) else {
+            return;
+        };
+        let Some(into) = self.single(out) else { return };
+        let Some((offsets, bits)) = self.slice_layout(out, &node.inputs, node) else {
+            return;
+        };
+        if !bits.is_multiple_of(8) {
+            return;
+        }
+        let inputs: Vec<Option<usize>> = node.inputs.iter().map(|&v| self.tensor(v)).collect();
+        for (k, (&input, &offset)) in inputs.iter().zip(&offsets).enumerate() {
+            let Some(input) = input else { continue };
+            let repeated = inputs
+                .iter()
+                .enumerate()
+                .any(|(j, &o)| j != k && o == Some(input));
+            let eligible = self.tensors[input].kind == TensorKind::Intermediate
+                && self.single(input).is_some()
+                && self.tensors[input].bytes.is_some_and(|b| b > 0)
+                && offset.is_multiple_of(self.alignment)
+                && !repeated;
+            if eligible {
+                self.join(input, into, offset);
+                self.sharing[input] = Some(Sharing::Alias {
+                    of: out,
+                    offset: Some(offset),
+                });
+            }
+        }
+    }
+
+    fn try_split(&mut self, node_id: NodeId) {
+        let node = &self.graph.nodes[node_id];
+        let Some(input) = self.tensor(node.inputs.first().copied().flatten()) else {
+            return;
+        };
+        let Some(b) = self.buffer_of[input] else {
+            return;
+        };
+        if self.tensors[input].kind == TensorKind::Constant {
+            return;
+        }
+        let Some((offsets, _)) = self.slice_layout(input, &node.outputs, node) else {
+            return;
+        };
+        let base = self.offset_of(input);
+        for (&value, &offset) in node.outputs.iter().zip(&offsets) {
+            let Some(out) = self.tensor(value) else {
+                continue;
+            };
+            if self.single(out).is_some() && offset.is_multiple_of(self.alignment) {
+                self.join(out, b, base + offset);
+                self.sharing[out] = Some(Sharing::Alias {
+                    of: input,
+                    offset: Some(offset),
+                });
+            }
+        }
+    }
+
+    /// Offsets of `parts` as contiguous slices of `whole` along the node's `axis` attribute.
+    fn slice_layout(
+        &self,
+        whole: usize,
+        parts: &[Option<ValueId>],
+        node: &crate::ir::Node,
+    ) -> Option<(Vec<u64>, u32)> {
+        let ty = self.graph.values[self.tensors[whole].value].tensor_type()?;
+        let shape = concrete(ty.shape.as_ref()?)?;
+        let rank = i64::try_from(shape.len()).ok()?;
+        let axis = node.attr_int("axis").unwrap_or(0);
+        let axis = usize::try_from(if axis < 0 { axis + rank } else { axis }).ok()?;
+        let extents = parts
+            .iter()
+            .map(|&v| {
+                let t = self.graph.values[v?].tensor_type()?;
+                (t.dtype == ty.dtype).then_some(())?;
+                concrete(t.shape.as_ref()?)?.get(axis).copied()
+            })
+            .collect::<Option<Vec<i64>>>()?;
+        let bits = ty.dtype.bits()?;
+        Some((slice_offsets(&shape, axis, &extents, bits)?, bits))
+    }
+}

@@ -1,0 +1,154 @@
+//! Per-tensor kind, exact byte size and lifetime `[first, last]` in steps.
+
+use anyhow::Result;
+
+use crate::bail_input;
+use crate::ir::{Graph, NodeId, ValueId, ValueKind, ValueType};
+
+/// What a tensor is to the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorKind {
+    /// A graph input.
+    Input,
+    /// A graph output.
+    Output,
+    /// Produced and consumed inside the graph.
+    Intermediate,
+    /// A weight or the output of a `Constant` node (not in the arena).
+    Constant,
+}
+
+impl TensorKind {
+    /// The table spelling: `input`, `output`, `intermediate`, `constant`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TensorKind::Input => "input",
+            TensorKind::Output => "output",
+            TensorKind::Intermediate => "intermediate",
+            TensorKind::Constant => "constant",
+        }
+    }
+}
+
+/// One tensor the runtime holds.
+#[derive(Clone, Debug)]
+pub struct TensorLife {
+    /// The value in the graph.
+    pub value: ValueId,
+    /// Its role.
+    pub kind: TensorKind,
+    /// Exact bytes; `None` for values without a fixed size (strings, sequences, optionals).
+    pub bytes: Option<u64>,
+    /// Step that produces it (0 for inputs and constants).
+    pub first: usize,
+    /// Last step that reads it (the last step for graph outputs).
+    pub last: usize,
+}
+
+/// Kinds, sizes and lifetimes of every value of the graph under the execution `order`.
+/// A tensor whose size depends on an unbound symbol is an input error listing the symbols.
+pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
+    let mut step_of = vec![usize::MAX; graph.nodes.len()];
+    for (step, &node) in order.iter().enumerate() {
+        step_of[node] = step;
+    }
+    let last_step = order.len().saturating_sub(1);
+    let mut unsized_tensors = Vec::new();
+    let mut symbols = Vec::new();
+    let mut tensors = Vec::with_capacity(graph.values.len());
+    for (id, value) in graph.values.iter().enumerate() {
+        let kind = match value.kind {
+            ValueKind::Initializer => TensorKind::Constant,
+            ValueKind::NodeOutput
+                if value.producer.is_some_and(|p| {
+                    is_constant_op(&graph.nodes[p].op_type, &graph.nodes[p].domain)
+                }) =>
+            {
+                TensorKind::Constant
+            }
+            _ if value.is_output => TensorKind::Output,
+            ValueKind::Input => TensorKind::Input,
+            ValueKind::NodeOutput => TensorKind::Intermediate,
+            ValueKind::OuterScope => continue,
+        };
+        let first = value.producer.map_or(0, |p| step_of[p]);
+        let mut last = value
+            .consumers
+            .iter()
+            .map(|&c| step_of[c])
+            .max()
+            .unwrap_or(first)
+            .max(first);
+        if value.is_output {
+            last = last_step;
+        }
+        let bytes = match &value.ty {
+            Some(ValueType::Tensor(t)) => match t.bytes() {
+                Some(b) => Some(b),
+                None if t.dtype.bits().is_none() => None,
+                None => {
+                    if kind != TensorKind::Constant {
+                        let shape = t.shape.as_deref().unwrap_or(&[]);
+                        for d in shape {
+                            if let crate::ir::Dim::Symbol(s) = d
+                                && !symbols.contains(s)
+                            {
+                                symbols.push(s.clone());
+                            }
+                        }
+                        unsized_tensors.push(format!(
+                            "'{}' ({})",
+                            value.name,
+                            value.ty.as_ref().expect("typed")
+                        ));
+                    }
+                    None
+                }
+            },
+            Some(_) => None,
+            None if kind == TensorKind::Constant => None,
+            None => {
+                unsized_tensors.push(format!("'{}' (type unknown)", value.name));
+                None
+            }
+        };
+        tensors.push(TensorLife {
+            value: id,
+            kind,
+            bytes,
+            first,
+            last,
+        });
+    }
+    if !unsized_tensors.is_empty() {
+        let count = unsized_tensors.len();
+        let shown = unsized_tensors
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = if count > 3 {
+            format!(" and {} more", count - 3)
+        } else {
+            String::new()
+        };
+        let hint = if symbols.is_empty() {
+            "their sizes depend on values known only at run time; bind input shapes with --input-shape NAME=1x3x224x224".to_string()
+        } else {
+            let flags: Vec<String> = symbols.iter().map(|s| format!("--dim {s}=N")).collect();
+            format!(
+                "unbound symbols: {}; bind them with {}",
+                symbols.join(", "),
+                flags.join(" ")
+            )
+        };
+        bail_input!("cannot size {count} tensor(s): {shown}{more}; {hint}");
+    }
+    Ok(tensors)
+}
+
+/// Operators whose outputs are model constants rather than arena tensors.
+fn is_constant_op(op_type: &str, domain: &str) -> bool {
+    domain.is_empty() && op_type == "Constant"
+}

@@ -1,0 +1,198 @@
+//! The one table of buffer-sharing rules: which operators may write over an input (in-place),
+//! which outputs are their input's bytes (alias), and which are slices of another tensor.
+
+use crate::ir::{Graph, Node};
+
+/// How an operator's outputs may share bytes with its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReuseRule {
+    /// No sharing.
+    None,
+    /// Output 0 may take the bytes of one of the listed inputs that dies at this node, when
+    /// it has the output's byte size (elementwise kernels read and write the same position).
+    InPlace(&'static [usize]),
+    /// Output 0 is input 0's bytes, reinterpreted (Reshape-like).
+    Alias,
+    /// Each input may live inside its slice of output 0 (Concat).
+    ConcatSlices,
+    /// Each output may be a slice of input 0 (Split).
+    SplitSlices,
+}
+
+const UNARY: &[usize] = &[0];
+const BINARY: &[usize] = &[0, 1];
+const WHERE: &[usize] = &[1, 2];
+
+/// Default-domain elementwise operators with one data input.
+const UNARY_OPS: &[&str] = &[
+    "Abs",
+    "Acos",
+    "Acosh",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "BatchNormalization",
+    "Ceil",
+    "Celu",
+    "Clip",
+    "Cos",
+    "Cosh",
+    "Elu",
+    "Erf",
+    "Exp",
+    "Floor",
+    "Gelu",
+    "HardSigmoid",
+    "HardSwish",
+    "LeakyRelu",
+    "Log",
+    "Mish",
+    "Neg",
+    "Not",
+    "Reciprocal",
+    "Relu",
+    "Round",
+    "Selu",
+    "Shrink",
+    "Sigmoid",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Softplus",
+    "Softsign",
+    "Sqrt",
+    "Tan",
+    "Tanh",
+    "ThresholdedRelu",
+];
+
+/// Default-domain broadcasting elementwise operators with two data inputs.
+const BINARY_OPS: &[&str] = &[
+    "Add",
+    "And",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "Div",
+    "Max",
+    "Mean",
+    "Min",
+    "Mod",
+    "Mul",
+    "Or",
+    "Pow",
+    "PRelu",
+    "Sub",
+    "Sum",
+    "Xor",
+];
+
+/// Default-domain operators whose output 0 is a reinterpretation of input 0.
+const ALIAS_OPS: &[&str] = &[
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Identity",
+    "Dropout",
+];
+
+/// `com.microsoft` elementwise operators (onnxruntime's fusions).
+const MS_UNARY_OPS: &[&str] = &["FastGelu", "Gelu", "QuickGelu", "BiasGelu"];
+
+/// The sharing rule of a node: the operator's rule, except that Dropout is an alias only in
+/// inference mode (no `training_mode` input, or a constant false one).
+pub fn node_rule(graph: &Graph, node: &Node) -> ReuseRule {
+    let rule = reuse_rule(&node.domain, &node.op_type);
+    if node.op_type == "Dropout" && node.domain.is_empty() {
+        let training = node.inputs.get(2).copied().flatten().map(|v| {
+            graph.values[v]
+                .constant
+                .as_ref()
+                .and_then(|c| c.to_i64_vec())
+                .map(|v| v.iter().any(|&x| x != 0))
+        });
+        if !matches!(training, None | Some(Some(false))) {
+            return ReuseRule::None;
+        }
+    }
+    rule
+}
+
+/// The sharing rule of an operator.
+pub fn reuse_rule(domain: &str, op_type: &str) -> ReuseRule {
+    match domain {
+        "" => {
+            if UNARY_OPS.contains(&op_type) {
+                ReuseRule::InPlace(UNARY)
+            } else if BINARY_OPS.contains(&op_type) {
+                ReuseRule::InPlace(BINARY)
+            } else if op_type == "Where" {
+                ReuseRule::InPlace(WHERE)
+            } else if ALIAS_OPS.contains(&op_type) {
+                ReuseRule::Alias
+            } else if op_type == "Concat" {
+                ReuseRule::ConcatSlices
+            } else if op_type == "Split" {
+                ReuseRule::SplitSlices
+            } else {
+                ReuseRule::None
+            }
+        }
+        "com.microsoft" if MS_UNARY_OPS.contains(&op_type) => ReuseRule::InPlace(UNARY),
+        _ => ReuseRule::None,
+    }
+}
+
+/// The byte offset of each part along `axis` when the parts are contiguous slices of a tensor
+/// of shape `whole`: every dimension before `axis` must be 1. `part_extents` are the parts'
+/// sizes along the axis; `elem_bits` the element width. `None` when the layout does not make
+/// the parts contiguous or the offsets are not whole bytes.
+pub fn slice_offsets(
+    whole: &[i64],
+    axis: usize,
+    part_extents: &[i64],
+    elem_bits: u32,
+) -> Option<Vec<u64>> {
+    if axis >= whole.len() || whole[..axis].iter().any(|&d| d != 1) || !elem_bits.is_multiple_of(8)
+    {
+        return None;
+    }
+    let inner: i64 = whole[axis + 1..].iter().product();
+    let elem_bytes = i64::from(elem_bits / 8);
+    let mut offsets = Vec::with_capacity(part_extents.len());
+    let mut at = 0i64;
+    for &extent in part_extents {
+        offsets.push(u64::try_from(at * inner * elem_bytes).ok()?);
+        at += extent;
+    }
+    (at == whole[axis]).then_some(offsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_concat_at_batch_one_is_contiguous() {
+        // 1×(2+3)×4×4 float32: the second part starts after 2×16 floats = 128 bytes.
+        assert_eq!(
+            slice_offsets(&[1, 5, 4, 4], 1, &[2, 3], 32),
+            Some(vec![0, 128])
+        );
+        // Batch 2 interleaves the parts.
+        assert_eq!(slice_offsets(&[2, 5, 4, 4], 1, &[2, 3], 32), None);
+        // Extents must cover the axis.
+        assert_eq!(slice_offsets(&[1, 5], 1, &[2, 2], 32), None);
+    }
+
+    #[test]
+    fn table_lookups() {
+        assert_eq!(reuse_rule("", "Relu"), ReuseRule::InPlace(&[0]));
+        assert_eq!(reuse_rule("", "Reshape"), ReuseRule::Alias);
+        assert_eq!(reuse_rule("", "Conv"), ReuseRule::None);
+        assert_eq!(reuse_rule("custom", "Relu"), ReuseRule::None);
+    }
+}

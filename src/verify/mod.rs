@@ -1,0 +1,44 @@
+//! The independent plan verifier: re-derives lifetimes, sizes and sharing legality from the
+//! model and checks an allocation table against them. It shares no code with the planners or
+//! the liveness analysis beyond the operator rule table (a fact about kernels).
+
+mod alias;
+mod lifetimes;
+mod overlap;
+
+use std::collections::HashMap;
+
+use crate::emit::Table;
+use crate::ir::{Graph, ValueKind};
+
+/// Checks `table` against the typed `graph`; returns every problem found (empty = valid).
+pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(steps) = lifetimes::check_schedule(graph, &table.schedule, &mut problems) else {
+        return problems;
+    };
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, t) in table.tensors.iter().enumerate() {
+        if index.insert(t.name.as_str(), i).is_some() {
+            problems.push(format!("tensor '{}' is listed twice", t.name));
+        }
+    }
+    for value in &graph.values {
+        if value.kind != ValueKind::OuterScope && !index.contains_key(value.name.as_str()) {
+            problems.push(format!("tensor '{}' is missing from the table", value.name));
+        }
+    }
+    for entry in &table.tensors {
+        let Some(value) = graph.value(&entry.name) else {
+            problems.push(format!("tensor '{}' is not in the model", entry.name));
+            continue;
+        };
+        lifetimes::check_entry(graph, value, entry, &steps, table, &mut problems);
+    }
+    if !problems.is_empty() {
+        return problems;
+    }
+    let classes = alias::check_claims(graph, table, &index, &steps, &mut problems);
+    overlap::check_overlaps(table, &index, &classes, &mut problems);
+    problems
+}
