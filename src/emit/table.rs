@@ -77,6 +77,12 @@ pub struct Stats {
     pub naive_bytes: u64,
     /// The planner that produced the offsets.
     pub planner: String,
+    /// How the execution order was chosen (`stored`, or the memory-aware method that won).
+    #[serde(default)]
+    pub schedule: String,
+    /// The lower bound under the stored order (differs when another order was chosen).
+    #[serde(default)]
+    pub stored_lower_bound_bytes: u64,
     /// True when the arena is proven minimal for this order and these buffers.
     #[serde(default)]
     pub proven_optimal: bool,

@@ -361,3 +361,105 @@ impl Grouping<'_> {
         Some((slice_offsets(&shape, axis, &extents, bits)?, bits))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{DType, ValueType, known_shape};
+    use crate::onnx::proto::{GraphProto, NodeProto, ValueInfoProto};
+
+    fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
+        NodeProto {
+            op_type: Some(op.into()),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Lowers a graph and gives every value the same 1×8 float32 type.
+    fn typed(nodes: Vec<NodeProto>, input: &str, output: &str) -> Graph {
+        let info = |n: &str| ValueInfoProto {
+            name: Some(n.into()),
+            ..Default::default()
+        };
+        let mut g = Graph::from_proto(&GraphProto {
+            node: nodes,
+            input: vec![info(input)],
+            output: vec![info(output)],
+            ..Default::default()
+        })
+        .unwrap();
+        for v in &mut g.values {
+            v.ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 8])));
+        }
+        g
+    }
+
+    fn name(g: &Graph, l: &Liveness, t: usize) -> String {
+        g.values[l.tensors[t].value].name.clone()
+    }
+
+    fn sharing_of(g: &Graph, l: &Liveness, tensor: &str) -> Option<(String, &'static str)> {
+        let t = l
+            .tensors
+            .iter()
+            .position(|t| g.values[t.value].name == tensor)?;
+        match l.sharing[t]? {
+            Sharing::InPlace { of } => Some((name(g, l, of), "inplace")),
+            Sharing::Alias { of, .. } => Some((name(g, l, of), "alias")),
+        }
+    }
+
+    /// x → Relu a → Sigmoid b; x → Relu c; Add(b, c) → y. Worked by hand from DESIGN.md:
+    /// b overwrites a (a dies at step 1); c cannot overwrite x (a graph input); y overwrites b
+    /// (b's group dies at step 3). Buffers: {a, b, y}, {x}, {c}.
+    #[test]
+    fn chain_inplace_by_hand() {
+        let g = typed(
+            vec![
+                node("Relu", &["x"], &["a"]),
+                node("Sigmoid", &["a"], &["b"]),
+                node("Relu", &["x"], &["c"]),
+                node("Add", &["b", "c"], &["y"]),
+            ],
+            "x",
+            "y",
+        );
+        let l = analyse(&g, vec![0, 1, 2, 3], LivenessOptions::default()).unwrap();
+        assert_eq!(sharing_of(&g, &l, "b"), Some(("a".into(), "inplace")));
+        assert_eq!(sharing_of(&g, &l, "c"), None);
+        assert_eq!(sharing_of(&g, &l, "y"), Some(("b".into(), "inplace")));
+        assert_eq!(l.buffers.len(), 3);
+        let abc = l.buffers.iter().find(|b| b.members.len() == 3).unwrap();
+        assert_eq!((abc.first, abc.last, abc.bytes), (0, 3, 32));
+
+        let none = LivenessOptions {
+            inplace: false,
+            ..LivenessOptions::default()
+        };
+        let l = analyse(&g, vec![0, 1, 2, 3], none).unwrap();
+        assert_eq!(l.buffers.len(), 5);
+    }
+
+    /// A tensor read again later cannot be overwritten; a Reshape aliases its input.
+    #[test]
+    fn no_inplace_over_a_tensor_read_later() {
+        let g = typed(
+            vec![
+                node("Relu", &["x"], &["a"]),
+                node("Reshape", &["a", "x"], &["r"]),
+                node("Sigmoid", &["a"], &["b"]),
+                node("Add", &["b", "r"], &["y"]),
+            ],
+            "x",
+            "y",
+        );
+        let l = analyse(&g, vec![0, 1, 2, 3], LivenessOptions::default()).unwrap();
+        assert_eq!(sharing_of(&g, &l, "r"), Some(("a".into(), "alias")));
+        // a's group (a, r) lives until step 3, so Sigmoid at step 2 may not overwrite a.
+        assert_eq!(sharing_of(&g, &l, "b"), None);
+        // At step 3 Add reads b and r; b dies there, so y may overwrite b.
+        assert_eq!(sharing_of(&g, &l, "y"), Some(("b".into(), "inplace")));
+    }
+}

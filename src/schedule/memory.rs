@@ -1,0 +1,294 @@
+//! Memory-aware scheduling: candidate topological orders that lower peak live bytes, scored by
+//! the caller (so the score includes in-place and alias sharing) and the best one kept.
+//!
+//! Candidates: the stored order; the stored order with constant subgraphs (nodes computing only
+//! from weights, e.g. ConstantOfShape of a constant shape) sunk next to their first consumer; a
+//! greedy list schedule that runs the ready node with the smallest net allocation; the same with
+//! sinking; and, on graphs of at most [`EXACT_LIMIT`] nodes, an exact dynamic program over sets
+//! of executed nodes that minimises the peak of live bytes.
+
+use std::collections::HashMap;
+
+use super::topological_order;
+use crate::ir::{Graph, NodeId, ValueId, ValueKind};
+
+/// Graphs up to this many nodes also get the exact frontier dynamic program.
+pub const EXACT_LIMIT: usize = 20;
+
+/// A scored candidate order.
+#[derive(Clone, Debug)]
+pub struct Scheduled {
+    /// The order.
+    pub order: Vec<NodeId>,
+    /// Which method produced it.
+    pub method: &'static str,
+    /// The caller's score (lower is better), e.g. the max-live bound after sharing.
+    pub score: u64,
+}
+
+/// Returns the best candidate order under `score` (ties keep the earlier candidate, so the
+/// stored order wins unless another is strictly better), plus every candidate's result.
+pub fn memory_order(
+    graph: &Graph,
+    stored: &[NodeId],
+    score: &mut dyn FnMut(&[NodeId]) -> anyhow::Result<u64>,
+) -> anyhow::Result<(Scheduled, Vec<Scheduled>)> {
+    let costs = Costs::new(graph);
+    let mut candidates: Vec<(&'static str, Vec<NodeId>)> = vec![("stored", stored.to_vec())];
+    candidates.push(("stored+sink", sink_constants(graph, &costs, stored)));
+    let greedy = greedy_order(graph, &costs);
+    candidates.push(("greedy+sink", sink_constants(graph, &costs, &greedy)));
+    candidates.push(("greedy", greedy));
+    if graph.nodes.len() <= EXACT_LIMIT {
+        candidates.push(("exact-dp", exact_order(graph, &costs)));
+    }
+    let mut results = Vec::new();
+    for (method, order) in candidates {
+        debug_assert_eq!(order.len(), graph.nodes.len());
+        let score = score(&order)?;
+        results.push(Scheduled {
+            order,
+            method,
+            score,
+        });
+    }
+    let best = results
+        .iter()
+        .min_by_key(|s| s.score)
+        .cloned()
+        .expect("at least the stored order");
+    Ok((best, results))
+}
+
+/// Per-value byte costs and per-node read/write lists for the memory model (no sharing):
+/// constants cost nothing, everything else its exact bytes.
+struct Costs {
+    bytes: Vec<u64>,
+    reads: Vec<Vec<ValueId>>,
+    writes: Vec<Vec<ValueId>>,
+    /// Nodes whose result depends only on constants.
+    constant_subgraph: Vec<bool>,
+}
+
+impl Costs {
+    fn new(graph: &Graph) -> Costs {
+        let is_constant_node = |n: &crate::ir::Node| n.op_type == "Constant" && n.domain.is_empty();
+        let bytes = graph
+            .values
+            .iter()
+            .map(|v| {
+                let constant = v.kind == ValueKind::Initializer
+                    || v.producer
+                        .is_some_and(|p| is_constant_node(&graph.nodes[p]));
+                if constant {
+                    0
+                } else {
+                    v.tensor_type().and_then(|t| t.bytes()).unwrap_or(0)
+                }
+            })
+            .collect();
+        let reads: Vec<Vec<ValueId>> = graph
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut r: Vec<ValueId> = n.inputs.iter().flatten().copied().collect();
+                r.extend(&n.captures);
+                r.sort_unstable();
+                r.dedup();
+                r
+            })
+            .collect();
+        let writes = graph
+            .nodes
+            .iter()
+            .map(|n| n.outputs.iter().flatten().copied().collect())
+            .collect();
+        let mut constant_subgraph = vec![false; graph.nodes.len()];
+        if let Ok(order) = topological_order(graph) {
+            for id in order {
+                constant_subgraph[id] = reads[id].iter().all(|&v| {
+                    let value = &graph.values[v];
+                    match value.kind {
+                        ValueKind::Initializer => true,
+                        ValueKind::NodeOutput => {
+                            value.producer.is_some_and(|p| constant_subgraph[p])
+                        }
+                        _ => false,
+                    }
+                }) && !graph.nodes[id]
+                    .outputs
+                    .iter()
+                    .flatten()
+                    .any(|&o| graph.values[o].is_output);
+            }
+        }
+        Costs {
+            bytes,
+            reads,
+            writes,
+            constant_subgraph,
+        }
+    }
+}
+
+/// `order` with every constant-subgraph node moved to just before its first consumer
+/// (its own constant ancestors in front of it, in their original relative order).
+fn sink_constants(graph: &Graph, costs: &Costs, order: &[NodeId]) -> Vec<NodeId> {
+    let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let mut emitted = vec![false; graph.nodes.len()];
+    let mut out = Vec::with_capacity(order.len());
+    fn emit(
+        graph: &Graph,
+        costs: &Costs,
+        position: &HashMap<NodeId, usize>,
+        node: NodeId,
+        emitted: &mut [bool],
+        out: &mut Vec<NodeId>,
+    ) {
+        let mut ancestors: Vec<NodeId> = costs.reads[node]
+            .iter()
+            .filter_map(|&v| graph.values[v].producer)
+            .filter(|&p| costs.constant_subgraph[p] && !emitted[p])
+            .collect();
+        ancestors.sort_by_key(|p| position[p]);
+        ancestors.dedup();
+        for p in ancestors {
+            if !emitted[p] {
+                emit(graph, costs, position, p, emitted, out);
+            }
+        }
+        emitted[node] = true;
+        out.push(node);
+    }
+    for &node in order {
+        if !costs.constant_subgraph[node] && !emitted[node] {
+            emit(graph, costs, &position, node, &mut emitted, &mut out);
+        }
+    }
+    // Constant subgraphs nothing reads keep their relative order at the end.
+    for &node in order {
+        if !emitted[node] {
+            emit(graph, costs, &position, node, &mut emitted, &mut out);
+        }
+    }
+    out
+}
+
+/// Greedy list scheduling: among ready nodes, run the one whose outputs minus the inputs it
+/// frees is smallest (ties: stored order).
+fn greedy_order(graph: &Graph, costs: &Costs) -> Vec<NodeId> {
+    let n = graph.nodes.len();
+    let mut remaining: Vec<usize> = graph.values.iter().map(|v| v.consumers.len()).collect();
+    let mut pending: Vec<usize> = (0..n)
+        .map(|id| {
+            costs.reads[id]
+                .iter()
+                .filter(|&&v| graph.values[v].producer.is_some())
+                .count()
+        })
+        .collect();
+    let mut ready: Vec<NodeId> = (0..n).filter(|&id| pending[id] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while !ready.is_empty() {
+        let net = |id: NodeId| -> i128 {
+            let alloc: u64 = costs.writes[id].iter().map(|&v| costs.bytes[v]).sum();
+            let freed: u64 = costs.reads[id]
+                .iter()
+                .filter(|&&v| remaining[v] == 1 && !graph.values[v].is_output)
+                .map(|&v| costs.bytes[v])
+                .sum();
+            i128::from(alloc) - i128::from(freed)
+        };
+        let (k, &id) = ready
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, &id)| (net(id), id))
+            .expect("ready is not empty");
+        ready.swap_remove(k);
+        order.push(id);
+        for &v in &costs.reads[id] {
+            remaining[v] = remaining[v].saturating_sub(1);
+        }
+        for &v in &costs.writes[id] {
+            for &c in &graph.values[v].consumers {
+                pending[c] -= 1;
+                if pending[c] == 0 {
+                    ready.push(c);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Exact minimum-peak order under the no-sharing memory model, by dynamic programming over
+/// the sets of executed nodes (only for graphs of at most [`EXACT_LIMIT`] nodes).
+fn exact_order(graph: &Graph, costs: &Costs) -> Vec<NodeId> {
+    let n = graph.nodes.len();
+    let full: u32 = (1u32 << n) - 1;
+    // Predecessor masks and, per value, its producer bit and consumer mask.
+    let preds: Vec<u32> = (0..n)
+        .map(|id| {
+            costs.reads[id]
+                .iter()
+                .filter_map(|&v| graph.values[v].producer)
+                .fold(0u32, |m, p| m | (1 << p))
+        })
+        .collect();
+    // (producer bit or 0 for values present from the start, consumer mask, is output, bytes)
+    let values: Vec<(u32, u32, bool, u64)> = graph
+        .values
+        .iter()
+        .enumerate()
+        .filter(|&(v, _)| costs.bytes[v] > 0)
+        .map(|(v, value)| {
+            (
+                value.producer.map_or(0, |p| 1 << p),
+                value.consumers.iter().fold(0u32, |m, &c| m | (1 << c)),
+                value.is_output,
+                costs.bytes[v],
+            )
+        })
+        .collect();
+    let live_bytes = |mask: u32| -> u64 {
+        values
+            .iter()
+            .filter(|&&(producer, consumers, output, _)| {
+                mask & producer == producer && (output || consumers & !mask != 0)
+            })
+            .map(|v| v.3)
+            .sum()
+    };
+    let size = 1usize << n;
+    let mut best = vec![u64::MAX; size];
+    let mut choice = vec![u8::MAX; size];
+    best[0] = live_bytes(0);
+    for mask in 0..size as u32 {
+        let peak = best[mask as usize];
+        if peak == u64::MAX || mask == full {
+            continue;
+        }
+        let live = live_bytes(mask);
+        for (id, &pred) in preds.iter().enumerate() {
+            if mask & (1 << id) != 0 || pred & !mask != 0 {
+                continue;
+            }
+            let out: u64 = costs.writes[id].iter().map(|&v| costs.bytes[v]).sum();
+            let next = mask | (1 << id);
+            let cost = peak.max(live + out);
+            if cost < best[next as usize] {
+                best[next as usize] = cost;
+                choice[next as usize] = id as u8;
+            }
+        }
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut mask = full;
+    while mask != 0 {
+        let id = choice[mask as usize] as usize;
+        order.push(id);
+        mask &= !(1 << id);
+    }
+    order.reverse();
+    order
+}
