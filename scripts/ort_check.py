@@ -30,7 +30,6 @@ import copy
 import fnmatch
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -40,7 +39,7 @@ from collections import defaultdict
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import helper, numpy_helper
+from onnx import helper
 
 RUNTIME_KINDS = ("input", "output", "intermediate")
 MAX_LIST = 25  # mismatches printed per category
