@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use super::context::Rule;
 
+mod einsum;
 mod spatial;
 mod util;
 
@@ -21,7 +22,19 @@ macro_rules! families {
     };
 }
 
-families!(conv, elementwise, generator, indexing, pool, shape_ops);
+families!(
+    conv,
+    elementwise,
+    generator,
+    image,
+    indexing,
+    matmul,
+    normalization,
+    pool,
+    quant,
+    reduce,
+    shape_ops,
+);
 
 static TABLE: LazyLock<HashMap<(&'static str, &'static str), Rule>> = LazyLock::new(|| {
     FAMILIES
