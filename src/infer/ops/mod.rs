@@ -23,16 +23,20 @@ macro_rules! families {
 }
 
 families!(
+    attention,
+    control_flow,
     conv,
     elementwise,
     generator,
     image,
     indexing,
+    loss,
     matmul,
     normalization,
     pool,
     quant,
     reduce,
+    sequence,
     shape_ops,
 );
 

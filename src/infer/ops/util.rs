@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use crate::infer::NodeCtx;
 use crate::infer::dims;
-use crate::ir::{Dim, Shape, ValueType};
+use crate::ir::{Dim, Shape, TensorType, ValueType};
 
 /// Output `to` gets the tensor type of input `from`.
 pub fn same_as_input(ctx: &mut NodeCtx, from: usize, to: usize) -> Result<()> {
@@ -84,4 +84,58 @@ pub fn axes(ctx: &NodeCtx, axes: &[i64], rank: usize) -> Result<Vec<usize>> {
         out.push(axis);
     }
     Ok(out)
+}
+
+/// The most specific type covering both: equal dims stay, differing ones become unknown,
+/// differing ranks give an unknown rank. `None` when the kinds or element types differ.
+/// Inside sequences, an element type of unknown rank means "no element seen yet" and yields
+/// to the other side.
+pub fn merge_types(a: &ValueType, b: &ValueType) -> Option<ValueType> {
+    Some(match (a, b) {
+        (ValueType::Tensor(x), ValueType::Tensor(y)) if x.dtype == y.dtype => {
+            ValueType::Tensor(merge_tensors(x, y))
+        }
+        (ValueType::SparseTensor(x), ValueType::SparseTensor(y)) if x.dtype == y.dtype => {
+            ValueType::SparseTensor(merge_tensors(x, y))
+        }
+        (ValueType::Sequence(x), ValueType::Sequence(y)) => {
+            ValueType::Sequence(Box::new(match (&**x, &**y) {
+                (ValueType::Tensor(p), ValueType::Tensor(q))
+                    if p.dtype == q.dtype && p.shape.is_none() =>
+                {
+                    (**y).clone()
+                }
+                (ValueType::Tensor(p), ValueType::Tensor(q))
+                    if p.dtype == q.dtype && q.shape.is_none() =>
+                {
+                    (**x).clone()
+                }
+                _ => merge_types(x, y)?,
+            }))
+        }
+        (ValueType::Optional(x), ValueType::Optional(y)) => {
+            ValueType::Optional(Box::new(merge_types(x, y)?))
+        }
+        (ValueType::Map(k, x), ValueType::Map(l, y)) if k == l => {
+            ValueType::Map(*k, Box::new(merge_types(x, y)?))
+        }
+        (ValueType::Opaque, ValueType::Opaque) => ValueType::Opaque,
+        _ => return None,
+    })
+}
+
+fn merge_tensors(x: &TensorType, y: &TensorType) -> TensorType {
+    let shape = match (&x.shape, &y.shape) {
+        (Some(p), Some(q)) if p.len() == q.len() => Some(
+            p.iter()
+                .zip(q)
+                .map(|(a, b)| if a == b { a.clone() } else { Dim::Unknown })
+                .collect(),
+        ),
+        _ => None,
+    };
+    TensorType {
+        dtype: x.dtype,
+        shape,
+    }
 }
