@@ -32,12 +32,18 @@ families!(
     indexing,
     loss,
     matmul,
+    misc,
+    ml,
     normalization,
     pool,
     quant,
     reduce,
+    rnn,
     sequence,
     shape_ops,
+    signal,
+    text,
+    training,
 );
 
 static TABLE: LazyLock<HashMap<(&'static str, &'static str), Rule>> = LazyLock::new(|| {
