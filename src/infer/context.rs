@@ -295,6 +295,13 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
+    /// Sets everything known about output `i` at once.
+    pub(crate) fn set_output(&mut self, i: usize, output: Output) {
+        if let Some(out) = self.outputs.get_mut(i) {
+            *out = output;
+        }
+    }
+
     /// The type already set for output `i`.
     pub fn output_type(&self, i: usize) -> Option<&ValueType> {
         self.outputs.get(i)?.ty.as_ref()
@@ -318,6 +325,18 @@ impl<'a> NodeCtx<'a> {
         attribute: &str,
         inputs: &[Option<ValueType>],
     ) -> Result<Vec<Option<ValueType>>> {
+        let outputs = self.infer_subgraph_outputs(attribute, inputs, &[])?;
+        Ok(outputs.into_iter().map(|o| o.ty).collect())
+    }
+
+    /// Like [`NodeCtx::infer_subgraph`] with shape values for the inputs (e.g. a sequence's
+    /// length), returning the outputs' known values too.
+    pub(crate) fn infer_subgraph_outputs(
+        &mut self,
+        attribute: &str,
+        inputs: &[Option<ValueType>],
+        input_dims: &[Option<Vec<Dim>>],
+    ) -> Result<Vec<Output>> {
         let label = self.label();
         let Some(sub) = self.subgraphs.iter_mut().find(|s| s.attribute == attribute) else {
             return Err(self.error(format!("missing graph attribute '{attribute}'")));
@@ -327,6 +346,7 @@ impl<'a> NodeCtx<'a> {
             self.graph,
             self.dims,
             inputs,
+            input_dims,
             self.env,
             self.report,
         )
