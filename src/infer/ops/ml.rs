@@ -5,7 +5,7 @@ use anyhow::Result;
 use super::Entry;
 use super::util::{same_as_input, shape_of_input};
 use crate::infer::NodeCtx;
-use crate::ir::{DType, Dim};
+use crate::ir::{DType, Dim, ValueType};
 
 const ML: &str = "ai.onnx.ml";
 
@@ -17,6 +17,17 @@ pub const RULES: &[Entry] = &[
     (ML, "Scaler", float_like),
     (ML, "TreeEnsemble", tree_ensemble),
     (ML, "ArrayFeatureExtractor", array_feature_extractor),
+    (ML, "Imputer", same),
+    (ML, "CategoryMapper", category_mapper),
+    (ML, "OneHotEncoder", one_hot_encoder),
+    (ML, "FeatureVectorizer", feature_vectorizer),
+    (ML, "LinearRegressor", regressor),
+    (ML, "SVMRegressor", regressor),
+    (ML, "TreeEnsembleRegressor", regressor),
+    (ML, "LinearClassifier", classifier),
+    (ML, "SVMClassifier", classifier),
+    (ML, "TreeEnsembleClassifier", classifier),
+    (ML, "ZipMap", zip_map),
 ];
 
 fn same(ctx: &mut NodeCtx) -> Result<()> {
@@ -67,5 +78,79 @@ fn array_feature_extractor(ctx: &mut NodeCtx) -> Result<()> {
         }
     });
     ctx.set_tensor(0, dtype, out);
+    Ok(())
+}
+
+/// Strings map to int64 and back, same shape.
+fn category_mapper(ctx: &mut NodeCtx) -> Result<()> {
+    let to = if ctx.dtype(0)? == DType::String { DType::Int64 } else { DType::String };
+    shape_of_input(ctx, 0, 0, to)
+}
+
+/// Float `[..., number of categories]`.
+fn one_hot_encoder(ctx: &mut NodeCtx) -> Result<()> {
+    let cats = ctx
+        .attr("cats_int64s")
+        .map(|a| a.ints.len())
+        .or_else(|| ctx.attr("cats_strings").map(|a| a.strings.len()))
+        .map_or(Dim::Unknown, |n| Dim::Known(n as i64));
+    let out = ctx.shape(0)?.map(|s| {
+        let mut s = s.to_vec();
+        s.push(cats);
+        s
+    });
+    ctx.set_tensor(0, DType::Float, out);
+    Ok(())
+}
+
+/// The batch size of input 0 (the first dim, or 1 for a 1-D input).
+fn batch(ctx: &NodeCtx) -> Dim {
+    match ctx.opt_shape(0) {
+        Some([_]) => Dim::Known(1),
+        Some([n, ..]) => n.clone(),
+        _ => Dim::Unknown,
+    }
+}
+
+/// Float `[N, sum(inputdimensions)]`.
+fn feature_vectorizer(ctx: &mut NodeCtx) -> Result<()> {
+    let width = ctx
+        .attr_ints("inputdimensions")
+        .map_or(Dim::Unknown, |d| Dim::Known(d.iter().sum()));
+    let n = batch(ctx);
+    ctx.set_shape(0, DType::Float, vec![n, width]);
+    Ok(())
+}
+
+/// Float `[N, targets]` (`targets`/`n_targets` attribute, default 1).
+fn regressor(ctx: &mut NodeCtx) -> Result<()> {
+    let targets = match ctx.attr_opt_i("targets")? {
+        Some(t) => t,
+        None => ctx.attr_i("n_targets", 1)?,
+    };
+    let n = batch(ctx);
+    ctx.set_shape(0, DType::Float, vec![n, Dim::Known(targets)]);
+    Ok(())
+}
+
+/// Labels `[N]` (int64 or string by the class labels given) and float scores
+/// `[N, classes]`.
+fn classifier(ctx: &mut NodeCtx) -> Result<()> {
+    let (dtype, classes) = match (ctx.attr("classlabels_strings"), ctx.attr("classlabels_ints")) {
+        (Some(a), _) => (DType::String, a.strings.len()),
+        (None, Some(a)) => (DType::Int64, a.ints.len()),
+        (None, None) => return Err(ctx.error("no classlabels_* attribute")),
+    };
+    let n = batch(ctx);
+    ctx.set_shape(0, dtype, vec![n.clone()]);
+    ctx.set_shape(1, DType::Float, vec![n, Dim::Known(classes as i64)]);
+    Ok(())
+}
+
+/// A sequence of maps from the class labels to float scores.
+fn zip_map(ctx: &mut NodeCtx) -> Result<()> {
+    let key = if ctx.attr("classlabels_strings").is_some() { DType::String } else { DType::Int64 };
+    let map = ValueType::Map(key, Box::new(ValueType::tensor(DType::Float, vec![])));
+    ctx.set(0, ValueType::Sequence(Box::new(map)));
     Ok(())
 }
