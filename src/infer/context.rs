@@ -302,11 +302,6 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
-    /// The type already set for output `i`.
-    pub fn output_type(&self, i: usize) -> Option<&ValueType> {
-        self.outputs.get(i)?.ty.as_ref()
-    }
-
     // ---- subgraphs and functions ----
 
     /// The subgraph held in the attribute of that name.
