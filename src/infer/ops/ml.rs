@@ -28,6 +28,8 @@ pub const RULES: &[Entry] = &[
     (ML, "SVMClassifier", classifier),
     (ML, "TreeEnsembleClassifier", classifier),
     (ML, "ZipMap", zip_map),
+    (ML, "CastMap", cast_map),
+    (ML, "DictVectorizer", dict_vectorizer),
 ];
 
 fn same(ctx: &mut NodeCtx) -> Result<()> {
@@ -152,5 +154,40 @@ fn zip_map(ctx: &mut NodeCtx) -> Result<()> {
     let key = if ctx.attr("classlabels_strings").is_some() { DType::String } else { DType::Int64 };
     let map = ValueType::Map(key, Box::new(ValueType::tensor(DType::Float, vec![])));
     ctx.set(0, ValueType::Sequence(Box::new(map)));
+    Ok(())
+}
+
+/// `[1, max_map]` for the sparse form, `[1, ?]` (the map's size) for the dense one; the element
+/// type chosen by `cast_to`.
+fn cast_map(ctx: &mut NodeCtx) -> Result<()> {
+    let dtype = match ctx.attr_s("cast_to").as_deref() {
+        None | Some("TO_FLOAT") => DType::Float,
+        Some("TO_INT64") => DType::Int64,
+        Some("TO_STRING") => DType::String,
+        Some(other) => return Err(ctx.error(format!("unknown cast_to '{other}'"))),
+    };
+    let width = match ctx.attr_s("map_form").as_deref() {
+        Some("SPARSE") => Dim::Known(ctx.attr_i("max_map", 1)?),
+        _ => Dim::Unknown,
+    };
+    ctx.set_shape(0, dtype, vec![Dim::Known(1), width]);
+    Ok(())
+}
+
+/// `[1, vocabulary size]` in the map's value type.
+fn dict_vectorizer(ctx: &mut NodeCtx) -> Result<()> {
+    let dtype = match ctx.input(0)? {
+        ValueType::Map(_, v) => match &**v {
+            ValueType::Tensor(t) => t.dtype,
+            other => return Err(ctx.error(format!("map values must be tensors, not {other}"))),
+        },
+        other => return Err(ctx.error(format!("input must be a map, not {other}"))),
+    };
+    let width = ctx
+        .attr("string_vocabulary")
+        .map(|a| a.strings.len())
+        .or_else(|| ctx.attr("int64_vocabulary").map(|a| a.ints.len()))
+        .map_or(Dim::Unknown, |n| Dim::Known(n as i64));
+    ctx.set_shape(0, dtype, vec![Dim::Known(1), width]);
     Ok(())
 }
