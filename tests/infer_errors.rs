@@ -34,7 +34,7 @@ fn unknown_operator_is_named() {
     let msg = error_of(&unknown_op(), &InferOptions::default());
     assert_eq!(
         msg,
-        "node 'fancy' (FancyOp): no shape rule for this operator (domain 'com.example')"
+        "node 'fancy' (FancyOp, domain 'com.example'): no shape rule for this operator"
     );
 }
 

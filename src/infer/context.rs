@@ -85,6 +85,19 @@ impl<'a> NodeCtx<'a> {
         self.node.label(self.id)
     }
 
+    /// `node 'name' (OpType, domain 'd')` for messages about the operator itself.
+    pub fn label_with_domain(&self) -> String {
+        let who = if self.node.name.is_empty() {
+            format!("node #{}", self.id)
+        } else {
+            format!("node '{}'", self.node.name)
+        };
+        format!(
+            "{who} ({}, domain '{}')",
+            self.node.op_type, self.node.domain
+        )
+    }
+
     /// An input error about this node.
     pub fn error(&self, msg: impl Display) -> anyhow::Error {
         crate::input_error!("{}: {msg}", self.label())

@@ -249,10 +249,10 @@ fn run_rule(ctx: &mut NodeCtx) -> Result<()> {
     if ctx.env.options.trust_value_info {
         return trust_declared(ctx);
     }
-    Err(ctx.error(format!(
-        "no shape rule for this operator (domain '{}')",
-        node.domain
-    )))
+    Err(crate::input_error!(
+        "{}: no shape rule for this operator",
+        ctx.label_with_domain()
+    ))
 }
 
 /// Takes the declared types of the node's outputs (the `trust_value_info` fallback).
@@ -262,11 +262,11 @@ fn trust_declared(ctx: &mut NodeCtx) -> Result<()> {
         let Some(vid) = *out else { continue };
         let value = &ctx.graph.values[vid];
         let Some(declared) = value.declared.clone() else {
-            return Err(ctx.error(format!(
-                "no shape rule for this operator (domain '{}') and no declared type for \
-                 output '{}'",
-                node.domain, value.name
-            )));
+            return Err(crate::input_error!(
+                "{}: no shape rule for this operator and no declared type for output '{}'",
+                ctx.label_with_domain(),
+                value.name
+            ));
         };
         ctx.set(slot, declared);
     }
