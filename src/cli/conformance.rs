@@ -1,17 +1,17 @@
 //! `onnx-memplan conformance`: runs shape inference over the ONNX node conformance tests and
 //! compares every output's dtype and shape with what a conforming runtime produced.
 //!
-//! Uses only the library's public API (`onnx_memplan::...`), so tests can include this file too.
+//! Uses only the library's public API (`crate::...`), so tests can include this file too.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use crate::infer::{InferOptions, infer_model};
+use crate::ir::{DType, Dim, Model, ValueType};
+use crate::onnx::proto::{ModelProto, tensor_proto::DataType};
 use anyhow::{Context, Result};
-use onnx_memplan::infer::{InferOptions, infer_model};
-use onnx_memplan::ir::{DType, Dim, Model, ValueType};
-use onnx_memplan::onnx::proto::{ModelProto, tensor_proto::DataType};
 use serde::Deserialize;
 
 /// Arguments of `onnx-memplan conformance`.
@@ -171,8 +171,8 @@ fn table(summary: &Summary) -> String {
 
 /// Infers one test model and compares its outputs.
 fn check(dir: &Path, case: &Case) -> Result<(), String> {
-    let mut proto = onnx_memplan::onnx::load_model(&dir.join(&case.model))
-        .map_err(|e| format!("load: {e:#}"))?;
+    let mut proto =
+        crate::onnx::load_model(&dir.join(&case.model)).map_err(|e| format!("load: {e:#}"))?;
     strip_declarations(&mut proto);
     let mut model = Model::from_proto(&proto).map_err(|e| format!("lower: {e:#}"))?;
     let mut options = InferOptions::default();
@@ -247,10 +247,10 @@ fn expected_type(io: &Io) -> Option<ValueType> {
     match io.kind.as_str() {
         "tensor" => Some(ValueType::tensor(
             dt?,
-            onnx_memplan::ir::known_shape(io.shape.as_ref()?),
+            crate::ir::known_shape(io.shape.as_ref()?),
         )),
         "sequence" => Some(ValueType::Sequence(Box::new(ValueType::Tensor(
-            onnx_memplan::ir::TensorType {
+            crate::ir::TensorType {
                 dtype: dt?,
                 shape: merged_shape(&io.elements),
             },
@@ -265,7 +265,7 @@ fn expected_type(io: &Io) -> Option<ValueType> {
 /// The shape shared by sequence elements, unknown where they differ.
 fn merged_shape(elements: &[Io]) -> Option<Vec<Dim>> {
     let first = elements.first()?.shape.as_ref()?;
-    let mut merged = onnx_memplan::ir::known_shape(first);
+    let mut merged = crate::ir::known_shape(first);
     for e in elements {
         let shape = e.shape.as_ref()?;
         if shape.len() != merged.len() {
@@ -289,12 +289,8 @@ fn compare(expected: &Io, got: Option<&ValueType>) -> Result<(), String> {
     match (expected.kind.as_str(), got) {
         ("tensor", ValueType::Tensor(t)) => {
             let want = expected.shape.as_deref().unwrap_or_default();
-            let ok_shape = t
-                .shape
-                .as_deref()
-                .and_then(onnx_memplan::ir::concrete)
-                .as_deref()
-                == Some(want);
+            let ok_shape =
+                t.shape.as_deref().and_then(crate::ir::concrete).as_deref() == Some(want);
             if Some(t.dtype) != want_dtype || !ok_shape {
                 return Err(format!(
                     "expected {} {want:?}, inferred {got}",

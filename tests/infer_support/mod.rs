@@ -1,6 +1,8 @@
 //! Builds small ONNX models with the prost types and runs inference on them.
 #![allow(dead_code)]
 
+pub mod transformer;
+
 use onnx_memplan::infer::{InferOptions, InferReport, infer_model};
 use onnx_memplan::ir::{Model, format_shape};
 use onnx_memplan::onnx::proto::{
