@@ -42,6 +42,7 @@ families!(
     indexing,
     loss,
     matmul,
+    microsoft,
     misc,
     ml,
     normalization,
