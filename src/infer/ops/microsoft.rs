@@ -1,7 +1,7 @@
 //! onnxruntime's `com.microsoft` fused operators (what its offline optimizer writes at the
 //! basic and extended levels): fused convolution, Gemm and MatMul, the Gelu family, bias
-//! fusions, `Inverse` and `Trilu`; plus `SimplifiedLayerNormalization`, which onnxruntime
-//! registers in the default domain although ONNX has no such operator.
+//! fusions, and the small operators onnxruntime keeps in its own domain (`Inverse`, `Trilu`,
+//! `GridSample`, `GatherND`, `Range`).
 
 use anyhow::{Result, anyhow};
 
@@ -27,9 +27,14 @@ pub const RULES: &[Entry] = &[
     (MS, "BiasAdd", same),
     (MS, "BiasSoftmax", same),
     (MS, "BiasDropout", bias_dropout),
+    (MS, "FusedMatMulActivation", fused_matmul),
+    (MS, "GemmFastGelu", like_matmul),
+    (MS, "BiasSplitGelu", bias_split_gelu),
     (MS, "Inverse", inverse),
     (MS, "Trilu", trilu),
-    ("", "SimplifiedLayerNormalization", simplified_layer_norm),
+    (MS, "GridSample", like_grid_sample),
+    (MS, "GatherND", like_gather_nd),
+    (MS, "Range", range),
 ];
 
 /// Applies the default domain's rule for `op` to this node (for fusions whose inputs and
@@ -52,6 +57,21 @@ fn like_conv(ctx: &mut NodeCtx) -> Result<()> {
 /// `FusedGemm(A, B[, C])`: `Gemm` followed by an activation.
 fn like_gemm(ctx: &mut NodeCtx) -> Result<()> {
     onnx_rule(ctx, "Gemm")
+}
+
+/// `GemmFastGelu(X, W[, bias])`: `MatMul` followed by `FastGelu`.
+fn like_matmul(ctx: &mut NodeCtx) -> Result<()> {
+    onnx_rule(ctx, "MatMul")
+}
+
+/// `GridSample(X [N, C, H, W], grid [N, H_out, W_out, 2])`: `[N, C, H_out, W_out]`.
+fn like_grid_sample(ctx: &mut NodeCtx) -> Result<()> {
+    onnx_rule(ctx, "GridSample")
+}
+
+/// `GatherND(data, indices)`: ONNX `GatherND` with no batch dims.
+fn like_gather_nd(ctx: &mut NodeCtx) -> Result<()> {
+    onnx_rule(ctx, "GatherND")
 }
 
 /// `FusedMatMul(A, B)`: `alpha·op(A)·op(B)` under numpy rules, where `transA`/`transB`
@@ -103,6 +123,38 @@ fn bias_dropout(ctx: &mut NodeCtx) -> Result<()> {
     shape_of_input(ctx, 0, 1, DType::Bool)
 }
 
+/// `BiasSplitGelu(X [B, HW, D], bias [D])`: `[B, HW, D/2]` (the halves of `X + bias`
+/// multiplied, one through Gelu).
+fn bias_split_gelu(ctx: &mut NodeCtx) -> Result<()> {
+    let dtype = ctx.dtype(0)?;
+    let out = match ctx.shape(0)? {
+        Some([b, s, Dim::Known(d)]) if d % 2 == 0 => Some(vec![b.clone(), s.clone(), Dim::Known(d / 2)]),
+        Some([_, _, Dim::Known(d)]) => return Err(ctx.error(format!("the last dim {d} is odd"))),
+        Some([b, s, _]) => Some(vec![b.clone(), s.clone(), Dim::Unknown]),
+        Some(x) => return Err(ctx.error(format!("input has rank {}, expected 3", x.len()))),
+        None => None,
+    };
+    ctx.set_tensor(0, dtype, out);
+    Ok(())
+}
+
+/// `Range(start, limit[, delta])`: ONNX `Range`, with `delta` 1 when omitted.
+fn range(ctx: &mut NodeCtx) -> Result<()> {
+    if ctx.has_input(2) {
+        return onnx_rule(ctx, "Range");
+    }
+    let dtype = ctx.dtype(0)?;
+    let n = match (ctx.floats(0).as_deref(), ctx.floats(1).as_deref()) {
+        (Some(&[s]), Some(&[l])) => Dim::Known((l - s).ceil().max(0.0) as i64),
+        _ => match (ctx.dims_value(0).as_deref(), ctx.dims_value(1).as_deref()) {
+            (Some([Dim::Known(0)]), Some([l])) => l.clone(),
+            _ => Dim::Unknown,
+        },
+    };
+    ctx.set_shape(0, dtype, vec![n]);
+    Ok(())
+}
+
 /// `Inverse(X [*, M, M])`: same type and shape.
 fn inverse(ctx: &mut NodeCtx) -> Result<()> {
     if let Some(x) = ctx.shape(0)? {
@@ -126,31 +178,4 @@ fn trilu(ctx: &mut NodeCtx) -> Result<()> {
         return Err(ctx.error(format!("input has rank {}, expected 2 or more", x.len())));
     }
     same(ctx)
-}
-
-/// `SimplifiedLayerNormalization(X, scale)` (RMS norm): `Y` has `X`'s shape and the scale's
-/// element type; the optional `inv_std_var` keeps the dims before `axis` and has 1 from it
-/// on, in the `stash_type` element type (float by default).
-fn simplified_layer_norm(ctx: &mut NodeCtx) -> Result<()> {
-    let y = ctx.dtype(1)?;
-    shape_of_input(ctx, 0, 0, y)?;
-    let stash = ctx.attr_dtype("stash_type")?.unwrap_or(DType::Float);
-    let stats = stats_shape(ctx, "axis", -1)?;
-    ctx.set_tensor(1, stash, stats);
-    Ok(())
-}
-
-/// The shape of per-row statistics (mean, inverse deviation) of input 0 normalised from the
-/// axis in attribute `name` on: the dims before it, then 1s.
-pub fn stats_shape(ctx: &NodeCtx, name: &str, default: i64) -> Result<Option<Shape>> {
-    let Some(x) = ctx.shape(0)? else {
-        return Ok(None);
-    };
-    let axis = ctx.attr_axis(name, default, x.len())?;
-    Ok(Some(
-        x.iter()
-            .enumerate()
-            .map(|(i, d)| if i < axis { d.clone() } else { Dim::Known(1) })
-            .collect(),
-    ))
 }

@@ -43,6 +43,8 @@ families!(
     loss,
     matmul,
     microsoft,
+    ms_attention,
+    ms_norm,
     misc,
     ml,
     normalization,
