@@ -16,6 +16,7 @@ use crate::ir::{Dim, Shape};
 pub const RULES: &[Entry] = &[
     (MS, "Attention", attention),
     (MS, "DecoderMaskedSelfAttention", attention),
+    (MS, "QAttention", attention),
     (MS, "MultiHeadAttention", multi_head_attention),
     (MS, "DecoderMaskedMultiHeadAttention", multi_head_attention),
     (MS, "GroupQueryAttention", group_query_attention),
@@ -83,9 +84,13 @@ fn qkv_sizes(ctx: &NodeCtx) -> Result<[Dim; 3]> {
 
 /// `Attention(input, weights[, bias, mask_index, past, attention_bias, past_sequence_length])`:
 /// output `[B, S, v_hidden]`; present `[2, B, N, past + S, head]` (the past's shape when
-/// `past_present_share_buffer` is set).
+/// `past_present_share_buffer` is set). `QAttention(input, weight, bias, input_scale, ...,
+/// past)` has its past at input 8 and the scales' float type.
 fn attention(ctx: &mut NodeCtx) -> Result<()> {
-    let dtype = ctx.dtype(0)?;
+    let (past_input, dtype) = match ctx.node().op_type.as_str() {
+        "QAttention" => (8, ctx.dtype(3)?),
+        _ => (4, ctx.dtype(0)?),
+    };
     let input = shape_of_rank(ctx, 0, &[3])?;
     let [_, _, v_hidden] = qkv_sizes(ctx)?;
     let (batch, seq) = match input {
@@ -97,14 +102,14 @@ fn attention(ctx: &mut NodeCtx) -> Result<()> {
         return Ok(());
     }
     let num_heads = heads(ctx, "num_heads")?;
-    let present = match shape_of_rank(ctx, 4, &[5])? {
+    let present = match shape_of_rank(ctx, past_input, &[5])? {
         Some(past) if ctx.attr_i("past_present_share_buffer", 0)? != 0 => past.to_vec(),
         Some(past) => {
             let mut p = past.to_vec();
             p[3] = dims::add(&past[3], &seq);
             p
         }
-        None if ctx.has_input(4) => vec![Dim::Unknown; 5],
+        None if ctx.has_input(past_input) => vec![Dim::Unknown; 5],
         None => {
             let head = split(ctx, &v_hidden, num_heads, "the value hidden size")?;
             vec![Dim::Known(2), batch, Dim::Known(num_heads), seq, head]
