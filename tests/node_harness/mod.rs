@@ -31,8 +31,27 @@ pub enum In {
     I64(&'static str, &'static [i64], &'static [i64]),
     /// An int32 initializer with the given dims and values.
     I32(&'static str, &'static [i64], &'static [i32]),
+    /// A graph input of any type.
+    Typed(&'static str, TypeProto),
     /// An omitted optional input.
     Skip,
+}
+
+/// A map type proto from `key` to tensors of `value`.
+pub fn map_type(key: i32, value: i32) -> TypeProto {
+    TypeProto {
+        value: Some(type_proto::Value::MapType(Box::new(type_proto::Map {
+            key_type: Some(key),
+            value_type: Some(Box::new(TypeProto {
+                value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                    elem_type: Some(value),
+                    shape: None,
+                })),
+                denotation: None,
+            })),
+        }))),
+        denotation: None,
+    }
 }
 
 /// A tensor type proto.
@@ -193,6 +212,14 @@ impl Case {
                         dims: dims.to_vec(),
                         data_type: Some(INT32),
                         int32_data: values.to_vec(),
+                        ..Default::default()
+                    });
+                    names.push(name.to_string());
+                }
+                In::Typed(name, ty) => {
+                    graph.input.push(ValueInfoProto {
+                        name: Some(name.to_string()),
+                        r#type: Some(ty.clone()),
                         ..Default::default()
                     });
                     names.push(name.to_string());

@@ -49,6 +49,7 @@ families!(
     ms_quant,
     misc,
     ml,
+    ml_estimators,
     normalization,
     pool,
     quant,
