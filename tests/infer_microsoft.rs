@@ -323,6 +323,32 @@ fn group_query_attention_cache_length_is_the_total_length() {
         .attr(int("num_heads", 4))
         .attr(int("kv_num_heads", 2))
         .rejects("not a multiple");
+    node(MS, "GroupQueryAttention")
+        .inputs(vec![
+            In::T("qkv", FLOAT, &["1", "5", "64"]),
+            In::Skip,
+            In::Skip,
+            In::Skip,
+            In::Skip,
+            In::T("s", INT32, &["1"]),
+            In::I32("t", &[], &[5]),
+        ])
+        .attr(int("num_heads", 0))
+        .attr(int("kv_num_heads", 2))
+        .rejects("positive");
+    node(MS, "GroupQueryAttention")
+        .inputs(vec![
+            In::T("qkv", FLOAT, &["1", "5", "64"]),
+            In::Skip,
+            In::Skip,
+            In::Skip,
+            In::Skip,
+            In::T("s", INT32, &["1"]),
+            In::I32("t", &[], &[5]),
+        ])
+        .attr(int("num_heads", 4))
+        .attr(int("kv_num_heads", i64::MAX))
+        .rejects("overflow");
 }
 
 #[test]

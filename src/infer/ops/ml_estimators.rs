@@ -161,7 +161,11 @@ fn feature_vectorizer(ctx: &mut NodeCtx) -> Result<()> {
         Some([n, ..]) => n.clone(),
         _ => Dim::Unknown,
     };
-    ctx.set_shape(0, DType::Float, vec![n, Dim::Known(widths.iter().sum())]);
+    let width = widths
+        .iter()
+        .try_fold(0i64, |acc, &w| if w < 0 { None } else { acc.checked_add(w) })
+        .ok_or_else(|| ctx.error("attribute 'inputdimensions' has negative or huge entries"))?;
+    ctx.set_shape(0, DType::Float, vec![n, Dim::Known(width)]);
     Ok(())
 }
 

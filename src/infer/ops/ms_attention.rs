@@ -243,9 +243,17 @@ fn group_query_attention(ctx: &mut NodeCtx) -> Result<()> {
     let kv_heads = heads(ctx, "kv_num_heads")?;
     let query = shape_of_rank(ctx, 0, &[3])?;
     let packed = !ctx.has_input(2);
+    let (heads_in_query, what) = if packed {
+        let total = kv_heads
+            .checked_mul(2)
+            .and_then(|k| k.checked_add(num_heads))
+            .ok_or_else(|| ctx.error("the head counts overflow"))?;
+        (total, "the packed QKV size")
+    } else {
+        (num_heads, "the query hidden size")
+    };
     let (batch, seq, head) = match query {
-        Some([b, s, d]) if packed => (b.clone(), s.clone(), split(ctx, d, num_heads + 2 * kv_heads, "the packed QKV size")?),
-        Some([b, s, d]) => (b.clone(), s.clone(), split(ctx, d, num_heads, "the query hidden size")?),
+        Some([b, s, d]) => (b.clone(), s.clone(), split(ctx, d, heads_in_query, what)?),
         _ => (Dim::Unknown, Dim::Unknown, Dim::Unknown),
     };
     let output = query.map(|_| vec![batch.clone(), seq.clone(), dims::mul(&head, &Dim::Known(num_heads))]);
