@@ -49,7 +49,6 @@ families!(
     ms_quant,
     misc,
     ml,
-    ml_estimators,
     normalization,
     pool,
     quant,
