@@ -1,0 +1,5 @@
+//! The seeds' advanced modes: memory hierarchy (S1), device budget with offload (S4) and
+//! heterogeneous compute units (S5), as pure algorithms over small input types.
+
+pub mod hierarchy;
+pub mod size;
