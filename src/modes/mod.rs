@@ -2,4 +2,5 @@
 //! heterogeneous compute units (S5), as pure algorithms over small input types.
 
 pub mod hierarchy;
+pub mod offload;
 pub mod size;
