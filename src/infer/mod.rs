@@ -1,10 +1,23 @@
 //! Shape and dtype inference with constant propagation.
+//!
+//! The [`driver`] visits nodes in topological order and applies one rule per operator, looked up
+//! in the table assembled by [`ops`] (one file per operator family). Rules see a [`NodeCtx`]:
+//! the node, its input types, input constants and known shape values, and set the output types.
+
+mod context;
+mod dims;
+mod driver;
+mod fold;
+mod function;
+mod ops;
 
 use std::collections::BTreeMap;
 
 use anyhow::Result;
 
 use crate::ir::Model;
+
+pub use context::{NodeCtx, Rule};
 
 /// How symbolic sizes are bound and how declared types are used.
 #[derive(Clone, Debug, Default)]
@@ -22,9 +35,11 @@ pub struct InferOptions {
 pub struct InferReport {
     /// Places where the model's declared value_info disagrees with the inferred type.
     pub disagreements: Vec<String>,
+    /// Nodes whose output types were taken from the model's declarations (no rule known).
+    pub trusted: Vec<String>,
 }
 
 /// Infers the type of every value of the model's graphs, in place.
-pub fn infer_model(_model: &mut Model, _options: &InferOptions) -> Result<InferReport> {
-    Ok(InferReport::default())
+pub fn infer_model(model: &mut Model, options: &InferOptions) -> Result<InferReport> {
+    driver::infer_model(model, options)
 }

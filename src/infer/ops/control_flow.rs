@@ -1,0 +1,206 @@
+//! Control flow: `If` (both branches inferred, merged unless the condition is known), `Loop`
+//! (loop-carried types generalised to a fixed point, scan outputs stacked) and `Scan`.
+
+use anyhow::Result;
+
+use super::Entry;
+use super::util::merge_types;
+use crate::infer::NodeCtx;
+use crate::ir::{DType, Dim, TensorType, ValueType};
+
+/// This family's rows of the rule table.
+pub const RULES: &[Entry] = &[("", "If", if_), ("", "Loop", loop_), ("", "Scan", scan)];
+
+fn scalar(dtype: DType) -> Option<ValueType> {
+    Some(ValueType::tensor(dtype, vec![]))
+}
+
+/// The outputs of a subgraph, each required to have a type.
+fn required(ctx: &NodeCtx, attribute: &str, types: Vec<Option<ValueType>>) -> Result<Vec<ValueType>> {
+    types
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| t.ok_or_else(|| ctx.error(format!("output {i} of subgraph '{attribute}' has no type"))))
+        .collect()
+}
+
+/// `If`: each output merges the two branches' types (or takes the chosen one's when the
+/// condition is known).
+fn if_(ctx: &mut NodeCtx) -> Result<()> {
+    let then_types = ctx.infer_subgraph("then_branch", &[])?;
+    let then_types = required(ctx, "then_branch", then_types)?;
+    let else_types = ctx.infer_subgraph("else_branch", &[])?;
+    let else_types = required(ctx, "else_branch", else_types)?;
+    if then_types.len() != else_types.len() || then_types.len() != ctx.output_count() {
+        return Err(ctx.error(format!(
+            "branches have {} and {} outputs for {} node outputs",
+            then_types.len(),
+            else_types.len(),
+            ctx.output_count()
+        )));
+    }
+    let chosen = ctx.ints(0).and_then(|v| v.first().copied());
+    for (i, (t, e)) in then_types.into_iter().zip(else_types).enumerate() {
+        let ty = match chosen {
+            Some(0) => e,
+            Some(_) => t,
+            None => merge_types(&t, &e)
+                .ok_or_else(|| ctx.error(format!("branches disagree on output {i}: {t} and {e}")))?,
+        };
+        ctx.set(i, ty);
+    }
+    Ok(())
+}
+
+/// `t` with a leading dimension.
+fn stacked(ty: &ValueType, lead: &Dim, ctx: &NodeCtx) -> Result<ValueType> {
+    let ValueType::Tensor(t) = ty else {
+        return Err(ctx.error(format!("scan output must be a tensor, not {ty}")));
+    };
+    Ok(ValueType::Tensor(TensorType {
+        dtype: t.dtype,
+        shape: t.shape.as_ref().map(|s| std::iter::once(lead.clone()).chain(s.iter().cloned()).collect()),
+    }))
+}
+
+/// `Loop(M?, cond?, v_initial...)` → final loop-carried values and stacked scan outputs.
+fn loop_(ctx: &mut NodeCtx) -> Result<()> {
+    let carried_count = ctx.input_count().saturating_sub(2);
+    let mut carried: Vec<Option<ValueType>> = (2..ctx.input_count()).map(|i| ctx.input_type(i).cloned()).collect();
+    let mut outs = Vec::new();
+    for _ in 0..3 {
+        let mut inputs = vec![scalar(DType::Int64), scalar(DType::Bool)];
+        inputs.extend(carried.iter().cloned());
+        let types = ctx.infer_subgraph("body", &inputs)?;
+        outs = required(ctx, "body", types)?;
+        if outs.len() < 1 + carried_count {
+            return Err(ctx.error(format!("the body has {} outputs for {carried_count} loop-carried values", outs.len())));
+        }
+        let mut changed = false;
+        for (c, out) in carried.iter_mut().zip(&outs[1..]) {
+            let merged = match c {
+                Some(prev) => merge_types(prev, out)
+                    .ok_or_else(|| ctx.error(format!("loop-carried type changes from {prev} to {out}")))?,
+                None => out.clone(),
+            };
+            if c.as_ref() != Some(&merged) {
+                *c = Some(merged);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (i, c) in carried.into_iter().enumerate() {
+        if let Some(ty) = c {
+            ctx.set(i, ty);
+        }
+    }
+    let trips = trip_count(ctx)?;
+    for (k, ty) in outs[1 + carried_count..].iter().enumerate() {
+        let ty = stacked(ty, &trips, ctx)?;
+        ctx.set(carried_count + k, ty);
+    }
+    Ok(())
+}
+
+/// The number of iterations, when `M` is known and nothing can stop the loop earlier
+/// (no condition input, or a known-true one that the body passes through unchanged).
+fn trip_count(ctx: &NodeCtx) -> Result<Dim> {
+    let Some(m) = ctx.ints(0).and_then(|v| v.first().copied()) else {
+        return Ok(Dim::Unknown);
+    };
+    let cond_true = !ctx.has_input(1) || ctx.ints(1).is_some_and(|v| v.iter().all(|&c| c != 0));
+    let body = ctx.subgraph("body")?;
+    let passes_through = match (body.inputs.get(1), body.outputs.first()) {
+        (Some(&cond_in), Some(&cond_out)) => {
+            let mut v = cond_out;
+            loop {
+                if v == cond_in || body.values[v].constant.as_ref().is_some_and(|c| c.to_i64_vec().is_some_and(|x| x.iter().all(|&b| b != 0))) {
+                    break true;
+                }
+                match body.values[v].producer.map(|p| &body.nodes[p]) {
+                    Some(n) if n.op_type == "Identity" => match n.inputs.first() {
+                        Some(Some(src)) => v = *src,
+                        _ => break false,
+                    },
+                    _ => break false,
+                }
+            }
+        }
+        _ => false,
+    };
+    Ok(if cond_true && passes_through { Dim::Known(m.max(0)) } else { Dim::Unknown })
+}
+
+/// `Scan`: states through the body, scan inputs sliced along their axes, scan outputs
+/// stacked along theirs (opset 8: with a leading batch axis on everything).
+fn scan(ctx: &mut NodeCtx) -> Result<()> {
+    let batched = ctx.opset() < 9;
+    let first = usize::from(batched);
+    let scan_inputs = ctx.attr_i("num_scan_inputs", 0)?.max(0) as usize;
+    let total = ctx.input_count() - first;
+    if scan_inputs > total {
+        return Err(ctx.error("num_scan_inputs exceeds the number of inputs"));
+    }
+    let states = total - scan_inputs;
+    let in_axes = ctx.attr_ints("scan_input_axes").map(<[i64]>::to_vec).unwrap_or_else(|| vec![0; scan_inputs]);
+    let mut body_inputs: Vec<Option<ValueType>> = Vec::with_capacity(total);
+    let mut batch = Dim::Unknown;
+    for i in 0..states {
+        body_inputs.push(match ctx.input(first + i)? {
+            ValueType::Tensor(t) if batched => {
+                if let Some(s) = &t.shape {
+                    batch = s.first().cloned().unwrap_or(Dim::Unknown);
+                }
+                Some(ValueType::Tensor(TensorType {
+                    dtype: t.dtype,
+                    shape: t.shape.as_ref().map(|s| s.iter().skip(1).cloned().collect()),
+                }))
+            }
+            other => Some(other.clone()),
+        });
+    }
+    let mut length = Dim::Unknown;
+    for j in 0..scan_inputs {
+        let t = ctx.tensor(first + states + j)?;
+        let slice = match &t.shape {
+            Some(s) => {
+                if batched && batch == Dim::Unknown {
+                    batch = s.first().cloned().unwrap_or(Dim::Unknown);
+                }
+                let s: &[Dim] = if batched { s.get(1..).unwrap_or_default() } else { s };
+                let axis = ctx.axis(in_axes.get(j).copied().unwrap_or(0), s.len())?;
+                length = s[axis].clone();
+                Some(s.iter().enumerate().filter(|(i, _)| *i != axis).map(|(_, d)| d.clone()).collect())
+            }
+            None => None,
+        };
+        body_inputs.push(Some(ValueType::Tensor(TensorType { dtype: t.dtype, shape: slice })));
+    }
+    let types = ctx.infer_subgraph("body", &body_inputs)?;
+    let outs = required(ctx, "body", types)?;
+    let out_axes = ctx.attr_ints("scan_output_axes").map(<[i64]>::to_vec);
+    for (i, ty) in outs.into_iter().enumerate() {
+        let ValueType::Tensor(t) = &ty else {
+            ctx.set(i, ty);
+            continue;
+        };
+        let shape = t.shape.as_ref().map(|s| -> Result<Vec<Dim>> {
+            let mut s = s.clone();
+            if i >= states {
+                let axis = out_axes.as_ref().and_then(|a| a.get(i - states)).copied().unwrap_or(0);
+                let axis = ctx.axis(axis, s.len() + 1)?;
+                s.insert(axis, length.clone());
+            }
+            if batched {
+                s.insert(0, batch.clone());
+            }
+            Ok(s)
+        });
+        let shape = shape.transpose()?;
+        ctx.set_tensor(i, t.dtype, shape);
+    }
+    Ok(())
+}

@@ -1,0 +1,346 @@
+//! Elementwise operators: unary maps and activations, broadcasting binary and variadic
+//! arithmetic, comparisons and logic, `Where`, casts and `Identity`.
+
+use anyhow::Result;
+
+use super::Entry;
+use super::util::{broadcast_inputs, same_as_input, shape_of_input};
+use crate::infer::NodeCtx;
+use crate::infer::dims;
+use crate::infer::fold::{self, Arith};
+use crate::ir::{ConstData, Constant, DType, Dim, ValueType};
+
+/// This family's rows of the rule table.
+pub const RULES: &[Entry] = &[
+    ("", "Abs", unary),
+    ("", "Acos", unary),
+    ("", "Acosh", unary),
+    ("", "Asin", unary),
+    ("", "Asinh", unary),
+    ("", "Atan", unary),
+    ("", "Atanh", unary),
+    ("", "BitwiseNot", unary),
+    ("", "Ceil", unary),
+    ("", "Celu", unary),
+    ("", "Clip", unary),
+    ("", "Cos", unary),
+    ("", "Cosh", unary),
+    ("", "Elu", unary),
+    ("", "Erf", unary),
+    ("", "Exp", unary),
+    ("", "Floor", unary),
+    ("", "Gelu", unary),
+    ("", "HardSigmoid", unary),
+    ("", "HardSwish", unary),
+    ("", "LeakyRelu", unary),
+    ("", "Log", unary),
+    ("", "Mish", unary),
+    ("", "Neg", unary),
+    ("", "Not", unary),
+    ("", "Reciprocal", unary),
+    ("", "Relu", unary),
+    ("", "Round", unary),
+    ("", "Selu", unary),
+    ("", "Shrink", unary),
+    ("", "Sigmoid", unary),
+    ("", "Sign", unary),
+    ("", "Sin", unary),
+    ("", "Sinh", unary),
+    ("", "Softplus", unary),
+    ("", "Softsign", unary),
+    ("", "Sqrt", unary),
+    ("", "Swish", unary),
+    ("", "Tan", unary),
+    ("", "Tanh", unary),
+    ("", "ThresholdedRelu", unary),
+    ("", "IsNaN", predicate),
+    ("", "IsInf", predicate),
+    ("", "Add", binary),
+    ("", "Sub", binary),
+    ("", "Mul", binary),
+    ("", "Div", binary),
+    ("", "Mod", binary),
+    ("", "Pow", binary),
+    ("", "PRelu", binary),
+    ("", "BitShift", binary),
+    ("", "BitwiseAnd", binary),
+    ("", "BitwiseOr", binary),
+    ("", "BitwiseXor", binary),
+    ("", "And", binary),
+    ("", "Or", binary),
+    ("", "Xor", binary),
+    ("", "Equal", comparison),
+    ("", "Less", comparison),
+    ("", "LessOrEqual", comparison),
+    ("", "Greater", comparison),
+    ("", "GreaterOrEqual", comparison),
+    ("", "Max", variadic),
+    ("", "Min", variadic),
+    ("", "Sum", variadic),
+    ("", "Mean", variadic),
+    ("", "Where", where_),
+    ("", "Cast", cast),
+    ("", "CastLike", cast),
+    ("", "Identity", identity),
+];
+
+/// Same type as the input; a few maps fold when the input is known.
+fn unary(ctx: &mut NodeCtx) -> Result<()> {
+    same_as_input(ctx, 0, 0)?;
+    if let Some(c) = ctx.constant(0)
+        && let Some(folded) = fold_unary(&ctx.node().op_type, c)
+    {
+        ctx.set_constant(0, folded);
+    }
+    Ok(())
+}
+
+fn fold_unary(op: &str, c: &Constant) -> Option<Constant> {
+    let data = match (&c.data, op) {
+        (ConstData::Int(a), "Neg") => ConstData::Int(a.mapv(|v| fold::wrap_int(-v, c.dtype))),
+        (ConstData::Int(a), "Abs") => ConstData::Int(a.mapv(i64::abs)),
+        (ConstData::Int(a), "Sign") => ConstData::Int(a.mapv(i64::signum)),
+        (ConstData::Int(a), "Relu") => ConstData::Int(a.mapv(|v| v.max(0))),
+        (ConstData::Int(a), "Not") => ConstData::Int(a.mapv(|v| i64::from(v == 0))),
+        (ConstData::Int(_), "Floor" | "Ceil" | "Round") => c.data.clone(),
+        (ConstData::Float(a), _) => {
+            let f: fn(f64) -> f64 = match op {
+                "Neg" => |v| -v,
+                "Abs" => f64::abs,
+                "Sqrt" => f64::sqrt,
+                "Floor" => f64::floor,
+                "Ceil" => f64::ceil,
+                "Round" => f64::round_ties_even,
+                "Reciprocal" => f64::recip,
+                "Exp" => f64::exp,
+                "Log" => f64::ln,
+                "Relu" => |v| v.max(0.0),
+                "Sign" => |v| if v == 0.0 { 0.0 } else { v.signum() },
+                _ => return None,
+            };
+            ConstData::Float(a.mapv(f))
+        }
+        _ => return None,
+    };
+    Some(Constant {
+        dtype: c.dtype,
+        data,
+    })
+}
+
+/// Bool output of the input's shape.
+fn predicate(ctx: &mut NodeCtx) -> Result<()> {
+    shape_of_input(ctx, 0, 0, DType::Bool)
+}
+
+/// Broadcasting binary arithmetic; the output has the first input's element type.
+fn binary(ctx: &mut NodeCtx) -> Result<()> {
+    let dtype = ctx.dtype(0)?;
+    let shape = if ctx.opset() < 7 && ctx.attr_i("broadcast", 0)? == 1 {
+        ctx.shape(0)?.map(<[Dim]>::to_vec)
+    } else {
+        broadcast_inputs(ctx, [0, 1])?
+    };
+    ctx.set_tensor(0, dtype, shape);
+    let op = ctx.node().op_type.as_str();
+    if let (Some(a), Some(b)) = (ctx.constant(0), ctx.constant(1)) {
+        let fmod = ctx.attr_i("fmod", 0)? == 1;
+        if let Some(arith) = arith_op(op, fmod)
+            && let Some(c) = fold::arith(a, b, &arith)
+        {
+            ctx.set_constant(0, c);
+        }
+        return Ok(());
+    }
+    if let Some(f) = dims_op(op)
+        && let Some(d) = dims_binary(ctx, f)
+    {
+        ctx.set_dims_value(0, d);
+    }
+    Ok(())
+}
+
+fn arith_op(op: &str, fmod: bool) -> Option<Arith> {
+    Some(match op {
+        "Add" => Arith {
+            int: |a, b| a.checked_add(b),
+            float: |a, b| a + b,
+        },
+        "Sub" => Arith {
+            int: |a, b| a.checked_sub(b),
+            float: |a, b| a - b,
+        },
+        "Mul" => Arith {
+            int: |a, b| a.checked_mul(b),
+            float: |a, b| a * b,
+        },
+        "Div" => Arith {
+            int: |a, b| a.checked_div(b),
+            float: |a, b| a / b,
+        },
+        "Mod" if fmod => Arith {
+            int: |a, b| a.checked_rem(b),
+            float: |a, b| a % b,
+        },
+        "Mod" => Arith {
+            int: |a, b| {
+                let r = a.checked_rem(b)?;
+                Some(if r != 0 && (r < 0) != (b < 0) { r + b } else { r })
+            },
+            float: |a, b| {
+                let r = a % b;
+                if r != 0.0 && (r < 0.0) != (b < 0.0) { r + b } else { r }
+            },
+        },
+        "Max" => Arith {
+            int: |a, b| Some(a.max(b)),
+            float: f64::max,
+        },
+        "Min" => Arith {
+            int: |a, b| Some(a.min(b)),
+            float: f64::min,
+        },
+        "Pow" => Arith {
+            int: |a, b| u32::try_from(b).ok().and_then(|e| a.checked_pow(e)),
+            float: f64::powf,
+        },
+        "And" => Arith {
+            int: |a, b| Some(i64::from(a != 0 && b != 0)),
+            float: |a, b| f64::from(u8::from(a != 0.0 && b != 0.0)),
+        },
+        "Or" => Arith {
+            int: |a, b| Some(i64::from(a != 0 || b != 0)),
+            float: |a, b| f64::from(u8::from(a != 0.0 || b != 0.0)),
+        },
+        _ => return None,
+    })
+}
+
+/// Dimension arithmetic for shape values (`Shape(x) * 2`, `Shape(x) - 1`, ...).
+fn dims_op(op: &str) -> Option<fn(&Dim, &Dim) -> Dim> {
+    Some(match op {
+        "Add" => dims::add,
+        "Mul" => dims::mul,
+        "Sub" => |a, b| match (a, b) {
+            (Dim::Known(x), Dim::Known(y)) => Dim::Known(x - y),
+            (d, Dim::Known(0)) => d.clone(),
+            _ => Dim::Unknown,
+        },
+        "Div" => |a, b| match (a, b) {
+            (Dim::Known(x), Dim::Known(y)) if *y != 0 => Dim::Known(x / y),
+            (d, Dim::Known(1)) => d.clone(),
+            _ => Dim::Unknown,
+        },
+        _ => return None,
+    })
+}
+
+/// Applies `f` to the shape values of inputs 0 and 1 (one of them may be a single element).
+fn dims_binary(ctx: &NodeCtx, f: fn(&Dim, &Dim) -> Dim) -> Option<Vec<Dim>> {
+    let a = ctx.dims_value(0)?;
+    let b = ctx.dims_value(1)?;
+    let n = a.len().max(b.len());
+    if (a.len() != n && a.len() != 1) || (b.len() != n && b.len() != 1) {
+        return None;
+    }
+    let at = |v: &[Dim], i: usize| v[if v.len() == 1 { 0 } else { i }].clone();
+    Some((0..n).map(|i| f(&at(&a, i), &at(&b, i))).collect())
+}
+
+type IntTest = fn(i64, i64) -> bool;
+type FloatTest = fn(f64, f64) -> bool;
+
+/// Broadcasting comparison with a bool output.
+fn comparison(ctx: &mut NodeCtx) -> Result<()> {
+    let shape = broadcast_inputs(ctx, [0, 1])?;
+    ctx.set_tensor(0, DType::Bool, shape);
+    if let (Some(a), Some(b)) = (ctx.constant(0), ctx.constant(1)) {
+        let (int, float): (IntTest, FloatTest) =
+            match ctx.node().op_type.as_str() {
+                "Equal" => (|a, b| a == b, |a, b| a == b),
+                "Less" => (|a, b| a < b, |a, b| a < b),
+                "LessOrEqual" => (|a, b| a <= b, |a, b| a <= b),
+                "Greater" => (|a, b| a > b, |a, b| a > b),
+                _ => (|a, b| a >= b, |a, b| a >= b),
+            };
+        if let Some(c) = fold::compare(a, b, int, float) {
+            ctx.set_constant(0, c);
+        }
+    }
+    Ok(())
+}
+
+/// Max/Min/Sum/Mean over any number of broadcast inputs.
+fn variadic(ctx: &mut NodeCtx) -> Result<()> {
+    let dtype = ctx.dtype(0)?;
+    let shape = broadcast_inputs(ctx, 0..ctx.input_count())?;
+    ctx.set_tensor(0, dtype, shape);
+    let op = ctx.node().op_type.as_str();
+    let folding = match op {
+        "Sum" => arith_op("Add", false),
+        "Max" | "Min" => arith_op(op, false),
+        _ => None,
+    };
+    if let Some(arith) = folding {
+        let mut acc = ctx.constant(0).cloned();
+        for i in 1..ctx.input_count() {
+            acc = match (acc, ctx.constant(i)) {
+                (Some(a), Some(b)) => fold::arith(&a, b, &arith),
+                _ => None,
+            };
+        }
+        if let Some(c) = acc {
+            ctx.set_constant(0, c);
+        }
+    }
+    Ok(())
+}
+
+/// `Where(cond, x, y)`: broadcast of all three, `x`'s element type.
+fn where_(ctx: &mut NodeCtx) -> Result<()> {
+    let dtype = ctx.dtype(1)?;
+    let shape = broadcast_inputs(ctx, [0, 1, 2])?;
+    ctx.set_tensor(0, dtype, shape);
+    if let (Some(c), Some(x), Some(y)) = (ctx.constant(0), ctx.constant(1), ctx.constant(2))
+        && let Some(v) = fold::where_select(c, x, y)
+    {
+        ctx.set_constant(0, v);
+    }
+    Ok(())
+}
+
+/// `Cast` (attribute `to`) and `CastLike` (second input's type).
+fn cast(ctx: &mut NodeCtx) -> Result<()> {
+    let to = if ctx.node().op_type == "CastLike" {
+        ctx.dtype(1)?
+    } else {
+        ctx.attr_dtype("to")?
+            .ok_or_else(|| ctx.error("attribute 'to' is required"))?
+    };
+    shape_of_input(ctx, 0, 0, to)?;
+    if let Some(c) = ctx.constant(0)
+        && let Some(v) = fold::cast(c, to)
+    {
+        ctx.set_constant(0, v);
+    } else if to.is_integer()
+        && to != DType::Bool
+        && let Some(d) = ctx.dims_value(0)
+    {
+        let d = d.into_owned();
+        ctx.set_dims_value(0, d);
+    }
+    Ok(())
+}
+
+/// Passes the input through: type, value and shape value.
+fn identity(ctx: &mut NodeCtx) -> Result<()> {
+    let ty: ValueType = ctx.input(0)?.clone();
+    ctx.set(0, ty);
+    if let Some(c) = ctx.constant(0) {
+        ctx.set_constant(0, c.clone());
+    } else if let Some(d) = ctx.dims_value(0) {
+        let d = d.into_owned();
+        ctx.set_dims_value(0, d);
+    }
+    Ok(())
+}
