@@ -3,4 +3,5 @@
 
 pub mod hierarchy;
 pub mod offload;
+pub mod partition;
 pub mod size;
