@@ -85,13 +85,14 @@ fn facts(out: &mut String, table: &Table) {
         rows.push((
             "device budget",
             format!(
-                "{} ({}); migrated {} bytes in {} transfers, {} {} bytes",
+                "{} ({}); migrated {} bytes in {} transfers; {}: {}",
                 o.budget,
                 human(o.budget),
                 o.migrated_bytes,
                 o.transfers.len(),
                 o.baseline,
                 o.baseline_migrated_bytes
+                    .map_or("cannot fit".to_string(), |b| format!("{b} bytes"))
             ),
         ));
     }

@@ -377,7 +377,9 @@ fn residency(table: &Table, t: &TensorEntry) -> Vec<(usize, usize, bool)> {
         .offload
         .iter()
         .flat_map(|o| &o.transfers)
-        .filter(|x| x.tensor == t.name && x.in_before > x.out_after + 1)
+        .filter(|x| {
+            (x.tensor == t.name || x.aliases.contains(&t.name)) && x.in_before > x.out_after + 1
+        })
         .map(|x| (x.out_after + 1, x.in_before - 1))
         .collect();
     away.sort_unstable();
@@ -540,12 +542,14 @@ mod tests {
             budget: 1 << 20,
             migrated_bytes: 128,
             baseline: "farthest next use".into(),
-            baseline_migrated_bytes: 256,
+            baseline_migrated_bytes: Some(256),
             transfers: vec![crate::emit::Transfer {
                 tensor: "x".into(),
+                aliases: Vec::new(),
                 out_after: 0,
                 in_before: 2,
                 bytes: 64,
+                copy_out: true,
             }],
         });
         let x = table.tensors.iter().find(|t| t.name == "x").unwrap();

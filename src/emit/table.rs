@@ -102,6 +102,8 @@ pub struct HierarchyInfo {
     pub cost_final: f64,
     /// Actions the search kept (moves, reuses, swaps).
     pub actions: usize,
+    /// Per tier, the mean over steps of the fraction of its capacity in use.
+    pub fill: Vec<f64>,
 }
 
 /// The offload schedule under a device budget.
@@ -113,24 +115,37 @@ pub struct OffloadInfo {
     pub migrated_bytes: u64,
     /// The baseline policy measured in the same run.
     pub baseline: String,
-    /// Bytes the baseline policy moves.
-    pub baseline_migrated_bytes: u64,
+    /// Bytes the baseline policy moves (`None` when it cannot fit some step).
+    pub baseline_migrated_bytes: Option<u64>,
     /// Every move to host and back.
     pub transfers: Vec<Transfer>,
 }
 
-/// A tensor waits in host memory between two uses: copied out after step `out_after`, back
-/// in before step `in_before`; it is not resident on the steps strictly between.
+/// A buffer waits in host memory between two uses: it leaves the device after step
+/// `out_after` and is back at its offset before step `in_before`; the tensors it holds are not
+/// resident on the steps strictly between.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Transfer {
-    /// Tensor name.
+    /// The tensor whose bytes move.
     pub tensor: String,
+    /// Other tensors holding the same bytes over the gap (aliases); they are away too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     /// Step after which it leaves the device.
     pub out_after: usize,
     /// Step before which it is back, at its offset.
     pub in_before: usize,
-    /// Bytes moved each way.
+    /// Bytes of the buffer.
     pub bytes: u64,
+    /// False when the host already holds these contents (only the copy back in is made).
+    pub copy_out: bool,
+}
+
+impl Transfer {
+    /// Bytes this transfer moves, both ways.
+    pub fn migrated(&self) -> u64 {
+        self.bytes * (1 + u64::from(self.copy_out))
+    }
 }
 
 /// The compute units of a partition.

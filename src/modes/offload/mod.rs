@@ -1,11 +1,13 @@
 //! S4: planning under a device-memory budget. When the live bytes exceed the budget, some
 //! buffers wait in host memory between uses. Following S4, consecutive accesses are merged and
-//! small objects accessed back to back are merged into one; the device memory is cut into
-//! segments sized from the largest objects; every object is assigned to a segment whose
-//! occupants take turns; a genetic search (crossover of whole segments, swap mutations at a
-//! growing rate, elitism plus fresh random assignments, stopping on rounds, time or
-//! stagnation) minimises the bytes migrated. A farthest-next-use eviction baseline runs on
-//! the same input, and an independent checker validates both.
+//! small objects accessed back to back are merged into one unit. Two planners then search with
+//! S4's genetic scheme (crossover, a mutation rate growing over the rounds, elitism plus fresh
+//! random individuals, stopping on rounds, time or stagnation) for the least bytes migrated:
+//! *segments* is S4 as written (the device cut into segments sized from the largest units,
+//! every unit assigned to a segment whose occupants take turns); *spill* keeps S4's static
+//! placement but lets each unit wait in host memory between any two accesses and packs the
+//! units freely (see [`spill`]). The better verified plan wins. A farthest-next-use eviction
+//! baseline runs on the same input, and an independent checker validates all of them.
 
 mod baseline;
 mod check;
@@ -13,6 +15,7 @@ mod genetic;
 mod migrate;
 mod rng;
 mod segments;
+mod spill;
 mod units;
 
 use std::time::Duration;
@@ -118,48 +121,104 @@ impl Default for Options {
     }
 }
 
-/// The search's plan, the baseline's (when it finds one) and how long the search ran.
+/// The best plan, each planner's migration and the baseline's.
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    /// The segment plan with the least migration found.
+    /// The plan with the least migration found.
     pub plan: Plan,
+    /// The planner that made it: `segments` or `spill`.
+    pub method: &'static str,
+    /// Bytes the segment planner migrates (`None`: no conflict-free layout within budget).
+    pub segments_migrated: Option<u64>,
+    /// Bytes the spill planner migrates (`None`: it found no plan).
+    pub spill_migrated: Option<u64>,
     /// Farthest-next-use eviction on the same objects and budget.
     pub baseline: Option<Plan>,
-    /// Generations run.
+    /// Generations run, summed over the planners.
     pub rounds: usize,
-    /// Segment sizes.
-    pub segments: Vec<u64>,
 }
 
-/// Plans the objects within the budget. Errors (one line) when no segment layout can hold the
-/// objects some step accesses together.
+/// Plans the objects within the budget. Errors (one line) when neither planner fits: some
+/// step's operands alone exceed the budget, or no placement was found.
 pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, String> {
     let units = units::merge(problem);
-    let segments = segments::layout(problem, &units)?;
-    let (assignment, rounds) = genetic::search(problem, &units, &segments, options);
-    let residency = migrate::residency(problem, &units, &segments, &assignment)
-        .ok_or("bug: the best assignment puts two operands of one step in one segment")?;
-    let migrated =
-        check(problem, &residency).map_err(|e| format!("bug: offload plan invalid: {e}"))?;
-    let plan = Plan {
-        arena: arena(problem, &residency),
-        residency,
-        migrated,
-    };
-    let baseline = farthest_next_use(problem).map(|residency| {
-        let migrated = check(problem, &residency).unwrap_or(u64::MAX);
+    let (need, step) = floor(&units);
+    if need > problem.budget {
+        return Err(format!(
+            "a budget of {} bytes is too small: step {step} alone reads and writes {need} bytes",
+            problem.budget
+        ));
+    }
+    let mut rounds = 0;
+    let segments = segments::layout(problem, &units).ok().and_then(|segments| {
+        let (assignment, r) = genetic::search(problem, &units, &segments, options);
+        rounds += r;
+        plan_of(
+            problem,
+            migrate::residency(problem, &units, &segments, &assignment)?,
+        )
+    });
+    let spill = spill::search(problem, &units, options).map(|(residency, migrated, r)| {
+        rounds += r;
         Plan {
             arena: arena(problem, &residency),
             residency,
             migrated,
         }
     });
+    let segments_migrated = segments.as_ref().map(|p| p.migrated);
+    let spill_migrated = spill.as_ref().map(|p| p.migrated);
+    let (plan, method) = match (segments, spill) {
+        (Some(a), Some(b)) if b.migrated < a.migrated => (b, "spill"),
+        (Some(a), _) => (a, "segments"),
+        (None, Some(b)) => (b, "spill"),
+        (None, None) => {
+            return Err(format!(
+                "no plan fits a budget of {} bytes (step {step} alone needs {need} bytes; fragmentation needs more)",
+                problem.budget
+            ));
+        }
+    };
+    let baseline = farthest_next_use(problem).and_then(|r| plan_of(problem, r));
     Ok(Outcome {
         plan,
+        method,
+        segments_migrated,
+        spill_migrated,
         baseline,
         rounds,
-        segments: segments.sizes,
     })
+}
+
+/// The checked plan of some stays (`None` when they fail the checker).
+fn plan_of(problem: &Offload, residency: Residency) -> Option<Plan> {
+    let migrated = check(problem, &residency).ok()?;
+    Some(Plan {
+        arena: arena(problem, &residency),
+        residency,
+        migrated,
+    })
+}
+
+/// The most bytes one step accesses, and that step: no budget below it can work.
+fn floor(units: &[units::Unit]) -> (u64, usize) {
+    let steps = units
+        .iter()
+        .filter_map(|u| u.accesses.last())
+        .map(|a| a.step + 1)
+        .max()
+        .unwrap_or(0);
+    let mut at = vec![0u64; steps];
+    for u in units {
+        for a in &u.accesses {
+            at[a.step] += u.size;
+        }
+    }
+    at.iter()
+        .enumerate()
+        .map(|(s, &b)| (b, s))
+        .max_by_key(|&(b, s)| (b, std::cmp::Reverse(s)))
+        .unwrap_or((0, 0))
 }
 
 /// Highest device byte any stay uses.

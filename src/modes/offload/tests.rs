@@ -24,7 +24,8 @@ fn object(size: u64, steps: &[usize]) -> Object {
 /// layout reserves [2048, 1024] and the remaining 1024 B becomes a third segment. P can only
 /// sit in the first. X shares a step with Q and with R, so it must go with P (P out and in:
 /// 4096 B) or Q and R share a segment and X takes the other: Q leaves after step 1 and comes
-/// back before step 4: 2 × 1024 = 2048 bytes, half the baseline.
+/// back before step 4: 2 × 1024 = 2048 bytes, half the baseline. The spill planner finds
+/// the same 2048.
 #[test]
 fn segments_beat_farthest_next_use() {
     let problem = Offload {
@@ -38,7 +39,7 @@ fn segments_beat_farthest_next_use() {
         alignment: 64,
     };
     let out = solve(&problem, &Options::default()).unwrap();
-    assert_eq!(out.segments, vec![2048, 1024, 1024]);
+    assert_eq!(out.segments_migrated, Some(2048));
     assert_eq!(out.plan.migrated, 2048);
     let q = &out.plan.residency.stays[1];
     assert_eq!((q.len(), q[0].to, q[1].from), (2, 1, 4));
@@ -46,12 +47,31 @@ fn segments_beat_farthest_next_use() {
     assert_eq!(baseline.migrated, 4096);
     assert_eq!(baseline.residency.stays[0].len(), 2);
 
+    // At 2048 B the segments no longer fit (they need 3072), but spilling does: P goes out
+    // after step 0 and Q after step 1 and again after step 3: 4096 + 2048 B, as the baseline.
     let tight = Offload {
         budget: 2048,
-        ..problem
+        ..problem.clone()
     };
-    let err = solve(&tight, &Options::default()).unwrap_err();
-    assert!(err.contains("too small"), "{err}");
+    let out = solve(&tight, &Options::default()).unwrap();
+    assert_eq!(
+        (out.segments_migrated, out.spill_migrated, out.method),
+        (None, Some(6144), "spill")
+    );
+    assert_eq!(out.baseline.unwrap().migrated, 6144);
+    // Below 2048 B, steps 0 and 5 cannot hold P at all.
+    let err = solve(
+        &Offload {
+            budget: 1024,
+            ..problem
+        },
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("step 0 alone reads and writes 2048 bytes"),
+        "{err}"
+    );
 }
 
 /// The checker rejects a stay that misses an access, overlapping residents and overspending.
