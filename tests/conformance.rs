@@ -1,10 +1,7 @@
 //! Runs the conformance harness on `../shared/conformance/onnx-node` (skipped when absent) and
 //! checks that at least as many tests pass as `conformance-floor.txt` says.
 
-#[path = "../src/cli/conformance.rs"]
-#[allow(dead_code)]
-mod conformance;
-
+use onnx_memplan::cli::conformance;
 use std::path::PathBuf;
 
 #[test]

@@ -1,3 +1,7 @@
-//! Command-line subcommands.
+//! The subcommands, one module each; `main.rs` only dispatches.
 
+pub mod args;
 pub mod conformance;
+pub mod plan;
+pub mod shapes;
+pub mod verify;

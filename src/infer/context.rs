@@ -85,6 +85,19 @@ impl<'a> NodeCtx<'a> {
         self.node.label(self.id)
     }
 
+    /// `node 'name' (OpType, domain 'd')` for messages about the operator itself.
+    pub fn label_with_domain(&self) -> String {
+        let who = if self.node.name.is_empty() {
+            format!("node #{}", self.id)
+        } else {
+            format!("node '{}'", self.node.name)
+        };
+        format!(
+            "{who} ({}, domain '{}')",
+            self.node.op_type, self.node.domain
+        )
+    }
+
     /// An input error about this node.
     pub fn error(&self, msg: impl Display) -> anyhow::Error {
         crate::input_error!("{}: {msg}", self.label())
@@ -295,9 +308,11 @@ impl<'a> NodeCtx<'a> {
         }
     }
 
-    /// The type already set for output `i`.
-    pub fn output_type(&self, i: usize) -> Option<&ValueType> {
-        self.outputs.get(i)?.ty.as_ref()
+    /// Sets everything known about output `i` at once.
+    pub(crate) fn set_output(&mut self, i: usize, output: Output) {
+        if let Some(out) = self.outputs.get_mut(i) {
+            *out = output;
+        }
     }
 
     // ---- subgraphs and functions ----
@@ -318,6 +333,18 @@ impl<'a> NodeCtx<'a> {
         attribute: &str,
         inputs: &[Option<ValueType>],
     ) -> Result<Vec<Option<ValueType>>> {
+        let outputs = self.infer_subgraph_outputs(attribute, inputs, &[])?;
+        Ok(outputs.into_iter().map(|o| o.ty).collect())
+    }
+
+    /// Like [`NodeCtx::infer_subgraph`] with shape values for the inputs (e.g. a sequence's
+    /// length), returning the outputs' known values too.
+    pub(crate) fn infer_subgraph_outputs(
+        &mut self,
+        attribute: &str,
+        inputs: &[Option<ValueType>],
+        input_dims: &[Option<Vec<Dim>>],
+    ) -> Result<Vec<Output>> {
         let label = self.label();
         let Some(sub) = self.subgraphs.iter_mut().find(|s| s.attribute == attribute) else {
             return Err(self.error(format!("missing graph attribute '{attribute}'")));
@@ -327,6 +354,7 @@ impl<'a> NodeCtx<'a> {
             self.graph,
             self.dims,
             inputs,
+            input_dims,
             self.env,
             self.report,
         )

@@ -13,7 +13,7 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
 /// `a + b`.
 pub fn add(a: &Dim, b: &Dim) -> Dim {
     match (a, b) {
-        (Dim::Known(x), Dim::Known(y)) => Dim::Known(x + y),
+        (Dim::Known(x), Dim::Known(y)) => x.checked_add(*y).map_or(Dim::Unknown, Dim::Known),
         (d, Dim::Known(0)) | (Dim::Known(0), d) => d.clone(),
         _ => Dim::Unknown,
     }
@@ -22,11 +22,16 @@ pub fn add(a: &Dim, b: &Dim) -> Dim {
 /// `a · b`.
 pub fn mul(a: &Dim, b: &Dim) -> Dim {
     match (a, b) {
-        (Dim::Known(x), Dim::Known(y)) => Dim::Known(x * y),
+        (Dim::Known(x), Dim::Known(y)) => x.checked_mul(*y).map_or(Dim::Unknown, Dim::Known),
         (d, Dim::Known(1)) | (Dim::Known(1), d) => d.clone(),
         (_, Dim::Known(0)) | (Dim::Known(0), _) => Dim::Known(0),
         _ => Dim::Unknown,
     }
+}
+
+/// The number of elements of a concrete shape, `None` on overflow.
+pub fn element_count(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
 }
 
 /// The product of a shape's dimensions.

@@ -62,15 +62,18 @@ fn bind_inputs(graph: &mut Graph, options: &InferOptions) -> Result<()> {
 }
 
 /// Infers a subgraph whose outer-scope values come from `parent`; `inputs` override the
-/// subgraph's declared input types where given. Returns the subgraph's output types.
+/// subgraph's declared input types where given, `input_dims` gives their shape values (a
+/// sequence's length, say). Returns what is known of its outputs.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn infer_subgraph(
     sub: &mut Graph,
     parent: &Graph,
     parent_dims: &DimsValues,
     inputs: &[Option<ValueType>],
+    input_dims: &[Option<Vec<Dim>>],
     env: &Env,
     report: &mut InferReport,
-) -> Result<Vec<Option<ValueType>>> {
+) -> Result<Vec<Output>> {
     let mut dims = vec![None; sub.values.len()];
     for &o in &sub.outer_scope {
         if let Some(pid) = parent.value_id(&sub.values[o].name) {
@@ -89,11 +92,18 @@ pub(crate) fn infer_subgraph(
         }
         value.constant = None;
     }
+    for (&vid, d) in sub.inputs.iter().zip(input_dims) {
+        dims[vid] = d.clone();
+    }
     infer_graph(sub, &mut dims, env, report)?;
     Ok(sub
         .outputs
         .iter()
-        .map(|&o| sub.values[o].ty.clone())
+        .map(|&o| Output {
+            ty: sub.values[o].ty.clone(),
+            constant: sub.values[o].constant.as_deref().cloned(),
+            dims: dims.get(o).cloned().flatten(),
+        })
         .collect())
 }
 
@@ -239,10 +249,10 @@ fn run_rule(ctx: &mut NodeCtx) -> Result<()> {
     if ctx.env.options.trust_value_info {
         return trust_declared(ctx);
     }
-    Err(ctx.error(format!(
-        "no shape rule for this operator (domain '{}')",
-        node.domain
-    )))
+    Err(crate::input_error!(
+        "{}: no shape rule for this operator",
+        ctx.label_with_domain()
+    ))
 }
 
 /// Takes the declared types of the node's outputs (the `trust_value_info` fallback).
@@ -252,11 +262,11 @@ fn trust_declared(ctx: &mut NodeCtx) -> Result<()> {
         let Some(vid) = *out else { continue };
         let value = &ctx.graph.values[vid];
         let Some(declared) = value.declared.clone() else {
-            return Err(ctx.error(format!(
-                "no shape rule for this operator (domain '{}') and no declared type for \
-                 output '{}'",
-                node.domain, value.name
-            )));
+            return Err(crate::input_error!(
+                "{}: no shape rule for this operator and no declared type for output '{}'",
+                ctx.label_with_domain(),
+                value.name
+            ));
         };
         ctx.set(slot, declared);
     }

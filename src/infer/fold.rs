@@ -109,7 +109,7 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 /// Combines two arrays elementwise with broadcasting.
 pub fn zip2<A, B, C>(a: &ArrayD<A>, b: &ArrayD<B>, f: impl Fn(&A, &B) -> C) -> Option<ArrayD<C>> {
     let shape = broadcast_shape(a.shape(), b.shape())?;
-    if shape.iter().product::<usize>() > FOLD_LIMIT {
+    if crate::infer::dims::element_count(&shape).is_none_or(|n| n > FOLD_LIMIT) {
         return None;
     }
     let av = a.broadcast(IxDyn(&shape))?;
@@ -188,7 +188,7 @@ pub fn where_select(cond: &Constant, x: &Constant, y: &Constant) -> Option<Const
         return None;
     };
     let shape = broadcast_shape(&broadcast_shape(c.shape(), x.shape())?, y.shape())?;
-    if shape.iter().product::<usize>() > FOLD_LIMIT {
+    if crate::infer::dims::element_count(&shape).is_none_or(|n| n > FOLD_LIMIT) {
         return None;
     }
     let cv = c.broadcast(IxDyn(&shape))?;
@@ -285,7 +285,7 @@ pub fn select(c: &Constant, axis: usize, indices: &[usize]) -> Option<Constant> 
 
 /// Broadcasts a value to a larger shape.
 pub fn expand(c: &Constant, shape: &[usize]) -> Option<Constant> {
-    if shape.iter().product::<usize>() > FOLD_LIMIT {
+    if crate::infer::dims::element_count(shape).is_none_or(|n| n > FOLD_LIMIT) {
         return None;
     }
     let data = try_map_data!(&c.data, a => a.broadcast(IxDyn(shape)).map(|v| v.to_owned()));

@@ -223,7 +223,7 @@ impl Graph {
             let value = &mut g.values[id];
             value.ty = DType::from_onnx(init.data_type())
                 .map(|dtype| ValueType::tensor(dtype, super::known_shape(&init.dims)));
-            if init.dims.iter().product::<i64>() <= CONSTANT_DECODE_LIMIT {
+            if worth_decoding(init) {
                 value.constant = Constant::from_proto(init)
                     .map_err(|e| crate::input_error!("initializer '{}': {e}", init.name()))?
                     .map(Arc::new);
@@ -357,8 +357,23 @@ impl Graph {
     }
 }
 
-/// Initializers up to this many elements are decoded for constant folding.
-const CONSTANT_DECODE_LIMIT: i64 = 1 << 16;
+/// Integer initializers up to this many elements are decoded for constant folding (shapes,
+/// axes, indices); float ones only when tiny (scales, ranges, clip bounds), so weights are
+/// never decoded.
+const INT_DECODE_LIMIT: i64 = 1 << 16;
+/// See [`INT_DECODE_LIMIT`].
+const FLOAT_DECODE_LIMIT: i64 = 64;
+
+fn worth_decoding(init: &TensorProto) -> bool {
+    let Some(elements) = init.dims.iter().try_fold(1i64, |n, &d| n.checked_mul(d)) else {
+        return false;
+    };
+    match DType::from_onnx(init.data_type()) {
+        Some(d) if d.is_float() => elements <= FLOAT_DECODE_LIMIT,
+        Some(_) => elements <= INT_DECODE_LIMIT,
+        None => false,
+    }
+}
 
 fn declared_type(vi: &ValueInfoProto) -> Option<ValueType> {
     vi.r#type.as_ref().and_then(ValueType::from_proto)

@@ -14,10 +14,16 @@ use crate::{bail_input, input_error};
 /// enough. Tensor payloads stay slices of the file's bytes (no copy).
 pub fn load_model(path: &Path) -> Result<ModelProto> {
     let data = fs::read(path).map_err(|e| input_error!("{}: cannot read: {e}", path.display()))?;
+    decode_model(path, Bytes::from(data))
+}
+
+/// Decodes a model from the bytes of the file at `path` (used for messages and to resolve
+/// external data), with the same checks as [`load_model`].
+pub fn decode_model(path: &Path, data: Bytes) -> Result<ModelProto> {
     if data.is_empty() {
         bail_input!("{}: file is empty, not an ONNX model", path.display());
     }
-    let model = ModelProto::decode(Bytes::from(data)).map_err(|e| {
+    let model = ModelProto::decode(data).map_err(|e| {
         input_error!(
             "{}: not a valid ONNX model (protobuf decode failed: {e})",
             path.display()

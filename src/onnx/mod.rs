@@ -9,5 +9,6 @@ pub mod proto {
 mod io;
 
 pub use io::{
-    copy_external_files, external_files, load_model, model_dir, save_model, write_atomic,
+    copy_external_files, decode_model, external_files, load_model, model_dir, save_model,
+    write_atomic,
 };

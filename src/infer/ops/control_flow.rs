@@ -24,29 +24,46 @@ fn required(ctx: &NodeCtx, attribute: &str, types: Vec<Option<ValueType>>) -> Re
         .collect()
 }
 
-/// `If`: each output merges the two branches' types (or takes the chosen one's when the
-/// condition is known).
+/// `If`: each output merges the two branches' types, or, when the condition is known, is
+/// the taken branch's output (value included); the other branch may then even fail.
 fn if_(ctx: &mut NodeCtx) -> Result<()> {
-    let then_types = ctx.infer_subgraph("then_branch", &[])?;
-    let then_types = required(ctx, "then_branch", then_types)?;
-    let else_types = ctx.infer_subgraph("else_branch", &[])?;
-    let else_types = required(ctx, "else_branch", else_types)?;
-    if then_types.len() != else_types.len() || then_types.len() != ctx.output_count() {
+    let chosen = ctx.ints(0).and_then(|v| v.first().copied()).map(|c| c != 0);
+    let then_out = ctx.infer_subgraph_outputs("then_branch", &[], &[]);
+    let else_out = ctx.infer_subgraph_outputs("else_branch", &[], &[]);
+    let (taken, other) = match chosen {
+        Some(true) => (then_out?, None),
+        Some(false) => (else_out?, None),
+        None => (then_out?, Some(else_out?)),
+    };
+    if taken.len() != ctx.output_count() {
         return Err(ctx.error(format!(
-            "branches have {} and {} outputs for {} node outputs",
-            then_types.len(),
-            else_types.len(),
+            "a branch has {} outputs for {} node outputs",
+            taken.len(),
             ctx.output_count()
         )));
     }
-    let chosen = ctx.ints(0).and_then(|v| v.first().copied());
-    for (i, (t, e)) in then_types.into_iter().zip(else_types).enumerate() {
-        let ty = match chosen {
-            Some(0) => e,
-            Some(_) => t,
-            None => merge_types(&t, &e)
-                .ok_or_else(|| ctx.error(format!("branches disagree on output {i}: {t} and {e}")))?,
+    let Some(other) = other else {
+        for (i, out) in taken.into_iter().enumerate() {
+            if out.ty.is_none() {
+                return Err(ctx.error(format!("branch output {i} has no type")));
+            }
+            ctx.set_output(i, out);
+        }
+        return Ok(());
+    };
+    if other.len() != taken.len() {
+        return Err(ctx.error(format!(
+            "branches have {} and {} outputs",
+            taken.len(),
+            other.len()
+        )));
+    }
+    for (i, (t, e)) in taken.into_iter().zip(other).enumerate() {
+        let (Some(t), Some(e)) = (t.ty, e.ty) else {
+            return Err(ctx.error(format!("branch output {i} has no type")));
         };
+        let ty = merge_types(&t, &e)
+            .ok_or_else(|| ctx.error(format!("branches disagree on output {i}: {t} and {e}")))?;
         ctx.set(i, ty);
     }
     Ok(())
@@ -67,19 +84,27 @@ fn stacked(ty: &ValueType, lead: &Dim, ctx: &NodeCtx) -> Result<ValueType> {
 fn loop_(ctx: &mut NodeCtx) -> Result<()> {
     let carried_count = ctx.input_count().saturating_sub(2);
     let mut carried: Vec<Option<ValueType>> = (2..ctx.input_count()).map(|i| ctx.input_type(i).cloned()).collect();
+    // A known-empty initial sequence constrains nothing: the body's type replaces it.
+    let mut empty: Vec<bool> = (2..ctx.input_count())
+        .map(|i| super::sequence::length(ctx, i) == Some(Dim::Known(0)))
+        .collect();
     let mut outs = Vec::new();
     for _ in 0..3 {
         let mut inputs = vec![scalar(DType::Int64), scalar(DType::Bool)];
         inputs.extend(carried.iter().cloned());
-        let types = ctx.infer_subgraph("body", &inputs)?;
+        let mut lengths = vec![None, None];
+        lengths.extend(empty.iter().map(|&e| e.then(|| vec![Dim::Known(0)])));
+        let outputs = ctx.infer_subgraph_outputs("body", &inputs, &lengths)?;
+        let types = outputs.into_iter().map(|o| o.ty).collect();
         outs = required(ctx, "body", types)?;
         if outs.len() < 1 + carried_count {
             return Err(ctx.error(format!("the body has {} outputs for {carried_count} loop-carried values", outs.len())));
         }
         let mut changed = false;
-        for (c, out) in carried.iter_mut().zip(&outs[1..]) {
+        for ((c, out), empty) in carried.iter_mut().zip(&outs[1..]).zip(&mut empty) {
             let merged = match c {
-                Some(prev) => merge_types(prev, out)
+                Some(_) if std::mem::take(empty) => out.clone(),
+                Some(prev) => merge_carried(prev, out)
                     .ok_or_else(|| ctx.error(format!("loop-carried type changes from {prev} to {out}")))?,
                 None => out.clone(),
             };
@@ -92,9 +117,11 @@ fn loop_(ctx: &mut NodeCtx) -> Result<()> {
             break;
         }
     }
-    for (i, c) in carried.into_iter().enumerate() {
-        if let Some(ty) = c {
-            ctx.set(i, ty);
+    for (i, (c, out)) in carried.into_iter().zip(&outs[1..]).enumerate() {
+        match c {
+            Some(ValueType::Optional(inner)) if !matches!(out, ValueType::Optional(_)) => ctx.set(i, *inner),
+            Some(ty) => ctx.set(i, ty),
+            None => {}
         }
     }
     let trips = trip_count(ctx)?;
@@ -103,6 +130,18 @@ fn loop_(ctx: &mut NodeCtx) -> Result<()> {
         ctx.set(carried_count + k, ty);
     }
     Ok(())
+}
+
+/// The type covering a loop-carried value's initial and updated types. An optional initial
+/// value updated with a plain value stays optional inside the body (the node output then
+/// unwraps it: after the first iteration the value is present).
+fn merge_carried(prev: &ValueType, out: &ValueType) -> Option<ValueType> {
+    match (prev, out) {
+        (ValueType::Optional(inner), plain) if !matches!(plain, ValueType::Optional(_)) => {
+            Some(ValueType::Optional(Box::new(merge_types(inner, plain)?)))
+        }
+        _ => merge_types(prev, out),
+    }
 }
 
 /// The number of iterations, when `M` is known and nothing can stop the loop earlier

@@ -91,9 +91,14 @@ fn conv_transpose(ctx: &mut NodeCtx) -> Result<()> {
     let pads = pads(ctx, &x[2..], &effective, &strides, true)?;
     for i in 0..n {
         out.push(match x[2 + i].value() {
-            Some(size) => Dim::Known(
-                strides[i] * (size - 1) + output_padding[i] + effective[i] - pads[i] - pads[i + n],
-            ),
+            Some(size) => {
+                let w = i128::from;
+                let o = w(strides[i]) * (w(size) - 1) + w(output_padding[i]) + w(effective[i])
+                    - w(pads[i])
+                    - w(pads[i + n]);
+                let o = i64::try_from(o).map_err(|_| ctx.error("the output size overflows"))?;
+                Dim::Known(o)
+            }
             None => Dim::Unknown,
         });
     }

@@ -313,6 +313,14 @@ fn where_(ctx: &mut NodeCtx) -> Result<()> {
 fn cast(ctx: &mut NodeCtx) -> Result<()> {
     let to = if ctx.node().op_type == "CastLike" {
         ctx.dtype(1)?
+    } else if ctx.opset() < 6
+        && let Some(name) = ctx.attr("to").and_then(|a| a.s.as_ref())
+    {
+        // Cast-1 names the type as a string ("FLOAT").
+        let name = String::from_utf8_lossy(name);
+        crate::onnx::proto::tensor_proto::DataType::from_str_name(&name)
+            .and_then(|t| DType::from_onnx(t as i32))
+            .ok_or_else(|| ctx.error(format!("attribute 'to': unknown type '{name}'")))?
     } else {
         ctx.attr_dtype("to")?
             .ok_or_else(|| ctx.error("attribute 'to' is required"))?

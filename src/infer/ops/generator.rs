@@ -91,7 +91,10 @@ fn set_tensor_value(ctx: &mut NodeCtx, t: &TensorProto) -> Result<()> {
         return Err(ctx.error("tensor value has a negative dimension"));
     }
     ctx.set_shape(0, dtype, known_shape(&t.dims));
-    if t.dims.iter().product::<i64>() <= FOLD_LIMIT as i64
+    if t.dims
+        .iter()
+        .try_fold(1i64, |acc, &d| acc.checked_mul(d))
+        .is_some_and(|n| n <= FOLD_LIMIT as i64)
         && let Some(c) = Constant::from_proto(t).map_err(|e| ctx.error(e))?
     {
         ctx.set_constant(0, c);
@@ -121,7 +124,7 @@ fn constant_of_shape(ctx: &mut NodeCtx) -> Result<()> {
         return Ok(());
     };
     let sizes: Vec<usize> = sizes.iter().map(|&d| d.max(0) as usize).collect();
-    if sizes.iter().product::<usize>() > FOLD_LIMIT {
+    if crate::infer::dims::element_count(&sizes).is_none_or(|n| n > FOLD_LIMIT) {
         return Ok(());
     }
     let value = match fill.flatten() {
@@ -144,8 +147,9 @@ fn range(ctx: &mut NodeCtx) -> Result<()> {
         if d == 0.0 {
             return Err(ctx.error("delta is zero"));
         }
-        let n = ((l - s) / d).ceil().max(0.0) as usize;
-        ctx.set_shape(0, dtype, vec![Dim::Known(n as i64)]);
+        let n = ((l - s) / d).ceil().max(0.0) as i64;
+        ctx.set_shape(0, dtype, vec![Dim::Known(n)]);
+        let n = n as usize;
         if n <= FOLD_LIMIT {
             let values: Vec<f64> = (0..n).map(|i| s + i as f64 * d).collect();
             let value = if dtype.is_float() {

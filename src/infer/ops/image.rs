@@ -49,7 +49,7 @@ fn resize(ctx: &mut NodeCtx) -> Result<()> {
     };
     let given = |i: usize| ctx.has_input(i) && ctx.opt_shape(i).is_none_or(|s| s != [Dim::Known(0)]);
     if given(sizes_at) {
-        let Some(sizes) = ctx.ints(sizes_at) else {
+        let Some(sizes) = ctx.dims_value(sizes_at) else {
             ctx.set_shape(0, dtype, unknown_at(input, &resized));
             return Ok(());
         };
@@ -59,12 +59,12 @@ fn resize(ctx: &mut NodeCtx) -> Result<()> {
         let policy = ctx.attr_s("keep_aspect_ratio_policy").unwrap_or_else(|| "stretch".into());
         let mut out = input.to_vec();
         if policy == "stretch" {
-            for (&axis, &size) in resized.iter().zip(&sizes) {
-                out[axis] = Dim::Known(size);
+            for (&axis, size) in resized.iter().zip(sizes.iter()) {
+                out[axis] = size.clone();
             }
         } else {
             let known: Option<Vec<i64>> = resized.iter().map(|&a| input[a].value()).collect();
-            let Some(known) = known else {
+            let (Some(known), Some(sizes)) = (known, dims::known(&sizes)) else {
                 ctx.set_shape(0, dtype, unknown_at(input, &resized));
                 return Ok(());
             };

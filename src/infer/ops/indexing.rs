@@ -120,6 +120,9 @@ fn gather_nd(ctx: &mut NodeCtx) -> Result<()> {
 
 /// The start and length of a slice of a dimension of size `n` (ONNX clamping rules).
 fn slice_dim(n: i64, start: i64, end: i64, step: i64) -> (i64, i64) {
+    if n <= 0 {
+        return (0, 0);
+    }
     let wrap = |v: i64| if v < 0 { v + n } else { v };
     let (s, e) = (wrap(start), wrap(end));
     if step > 0 {
@@ -192,6 +195,8 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
         return Err(ctx.error("starts, ends, axes and steps differ in length"));
     }
     let mut out = input.to_vec();
+    // Element positions per sliced axis, kept only for values small enough to fold.
+    let foldable = ctx.constant(0).is_some() || (rank == 1 && ctx.dims_value(0).is_some());
     let mut picks: Vec<(usize, Vec<usize>)> = Vec::new();
     for (k, &axis) in slice_axes.iter().enumerate() {
         let step = steps[k];
@@ -201,7 +206,9 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
         out[axis] = match &input[axis] {
             Dim::Known(n) => {
                 let (s, len) = slice_dim(*n, starts[k], ends[k], step);
-                picks.push((axis, (0..len).map(|i| (s + i * step) as usize).collect()));
+                if foldable {
+                    picks.push((axis, (0..len).map(|i| (s + i * step) as usize).collect()));
+                }
                 Dim::Known(len)
             }
             d if starts[k] == 0 && step == 1 && ends[k] >= i32::MAX as i64 => d.clone(),
@@ -221,8 +228,7 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
             }
         }
         ctx.set_constant(0, v);
-    } else if rank == 1
-        && let Some(values) = ctx.dims_value(0)
+    } else if let Some(values) = ctx.dims_value(0)
         && let Some((_, idx)) = picks.first()
     {
         let d: Vec<Dim> = idx.iter().filter_map(|&i| values.get(i).cloned()).collect();
@@ -434,5 +440,6 @@ mod tests {
         assert_eq!(slice_dim(10, -1, i64::MIN, -1), (9, 10));
         assert_eq!(slice_dim(10, 20, 0, -2), (9, 5));
         assert_eq!(slice_dim(10, 5, 2, 1), (5, 0));
+        assert_eq!(slice_dim(0, -1, i64::MIN, -1), (0, 0));
     }
 }

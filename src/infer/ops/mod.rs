@@ -1,5 +1,15 @@
 //! The table of shape rules: one row per (domain, operator), contributed by one file per
-//! operator family. Adding a family is one name in the `families!` list below.
+//! operator family. Adding a family is one name in the `families!` list below; the family file
+//! exports its rows as
+//!
+//! ```ignore
+//! pub const RULES: &[Entry] = &[("com.example", "MyOp", my_op)];
+//! fn my_op(ctx: &mut NodeCtx) -> anyhow::Result<()> { util::same_as_input(ctx, 0, 0) }
+//! ```
+//!
+//! A rule reads its inputs through [`NodeCtx`](crate::infer::NodeCtx) (types, known values,
+//! shape values, attributes, `ctx.opset()` for version-dependent behaviour) and sets every
+//! output it has; `ctx.error(..)` builds an input error naming the node.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -32,12 +42,18 @@ families!(
     indexing,
     loss,
     matmul,
+    misc,
+    ml,
     normalization,
     pool,
     quant,
     reduce,
+    rnn,
     sequence,
     shape_ops,
+    signal,
+    text,
+    training,
 );
 
 static TABLE: LazyLock<HashMap<(&'static str, &'static str), Rule>> = LazyLock::new(|| {

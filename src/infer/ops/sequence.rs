@@ -1,5 +1,8 @@
 //! Sequences and optionals: `Sequence*`, `SplitToSequence`, `ConcatFromSequence`,
 //! `SequenceMap`, `Optional`, `OptionalHasElement`, `OptionalGetElement`.
+//!
+//! The shape value of a sequence is its length (one dimension), so `SequenceLength` folds and
+//! an insertion into a known-empty sequence takes the inserted tensor's exact type.
 
 use anyhow::Result;
 
@@ -40,7 +43,13 @@ fn element<'a>(ctx: &NodeCtx<'a>, i: usize) -> Result<&'a ValueType> {
 fn sequence_empty(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.attr_dtype("dtype")?.unwrap_or(DType::Float);
     ctx.set(0, seq_of(ValueType::Tensor(TensorType { dtype, shape: None })));
+    ctx.set_dims_value(0, vec![Dim::Known(0)]);
     Ok(())
+}
+
+/// The length of sequence input `i`, when known.
+pub(super) fn length(ctx: &NodeCtx, i: usize) -> Option<Dim> {
+    ctx.dims_value(i).and_then(|d| d.first().cloned())
 }
 
 /// A sequence whose element type covers every input.
@@ -51,12 +60,24 @@ fn sequence_construct(ctx: &mut NodeCtx) -> Result<()> {
         ty = merge_types(&ty, next).ok_or_else(|| ctx.error(format!("inputs of types {ty} and {next} cannot form one sequence")))?;
     }
     ctx.set(0, seq_of(ty));
+    ctx.set_dims_value(0, vec![Dim::Known(ctx.input_count() as i64)]);
     Ok(())
 }
 
-/// The sequence's element type merged with the inserted tensor's.
+/// The sequence's element type merged with the inserted tensor's (just the tensor's type
+/// when the sequence is known to be empty).
 fn sequence_insert(ctx: &mut NodeCtx) -> Result<()> {
     let seq = ctx.input(0)?;
+    let len = length(ctx, 0);
+    if len == Some(Dim::Known(0)) {
+        let ty = seq_of(ctx.input(1)?.clone());
+        ctx.set(0, ty);
+        ctx.set_dims_value(0, vec![Dim::Known(1)]);
+        return Ok(());
+    }
+    if let Some(n) = &len {
+        ctx.set_dims_value(0, vec![crate::infer::dims::add(n, &Dim::Known(1))]);
+    }
     let ty = merge_types(seq, &seq_of(ctx.input(1)?.clone()))
         .ok_or_else(|| ctx.error(format!("cannot insert {} into {seq}", ctx.input(1).map_or(String::new(), |t| t.to_string()))))?;
     ctx.set(0, ty);
@@ -72,12 +93,21 @@ fn sequence_at(ctx: &mut NodeCtx) -> Result<()> {
 fn sequence_erase(ctx: &mut NodeCtx) -> Result<()> {
     let ty = ctx.input(0)?.clone();
     ctx.set(0, ty);
+    if let Some(Dim::Known(n)) = length(ctx, 0)
+        && n > 0
+    {
+        ctx.set_dims_value(0, vec![Dim::Known(n - 1)]);
+    }
     Ok(())
 }
 
+/// An int64 scalar, folded when the length is known.
 fn sequence_length(ctx: &mut NodeCtx) -> Result<()> {
     element(ctx, 0)?;
     ctx.set_shape(0, DType::Int64, vec![]);
+    if let Some(n) = length(ctx, 0) {
+        ctx.set_dims_value(0, vec![n]);
+    }
     Ok(())
 }
 

@@ -103,13 +103,11 @@ fn reshaped(ctx: &NodeCtx, input: Option<&[Dim]>, target: &[Dim], allowzero: boo
     if let (Some(at), Some(input)) = (infer_at, input) {
         out[at] = inferred_dim(input, &out, at).map_err(|e| ctx.error(e))?;
     } else if infer_at.is_none()
-        && let (Some(input), Some(n)) = (input.and_then(dims::known), dims::known(&out))
-        && input.iter().product::<i64>() != n.iter().product::<i64>()
+        && let Some(input) = input
+        && let (Dim::Known(have), Dim::Known(want)) = (dims::product(input), dims::product(&out))
+        && have != want
     {
-        return Err(ctx.error(format!(
-            "cannot reshape {} elements into shape {n:?}",
-            input.iter().product::<i64>()
-        )));
+        return Err(ctx.error(format!("cannot reshape {have} elements into {want}")));
     }
     Ok(out)
 }
@@ -123,7 +121,11 @@ fn inferred_dim(input: &[Dim], out: &[Dim], at: usize) -> Result<Dim, String> {
             continue;
         }
         match d {
-            Dim::Known(v) => known_out *= v,
+            Dim::Known(v) => {
+                known_out = known_out
+                    .checked_mul(*v)
+                    .ok_or("the requested shape's element count overflows")?;
+            }
             sym @ Dim::Symbol(_) => match rest.iter().position(|r| *r == sym) {
                 Some(p) => {
                     rest.swap_remove(p);
@@ -336,7 +338,9 @@ fn concat(ctx: &mut NodeCtx) -> Result<()> {
         return Err(ctx.error("needs at least one input"));
     };
     let rank = first.len();
-    let axis = ctx.attr_axis("axis", 0, rank)?;
+    // Concat-1 defaults to axis 1; from opset 4 the axis is required.
+    let default_axis = if ctx.opset() < 4 { 1 } else { 0 };
+    let axis = ctx.attr_axis("axis", default_axis, rank)?;
     let mut out: Shape = first.to_vec();
     out[axis] = Dim::Known(0);
     for s in &shapes {

@@ -58,12 +58,9 @@ pub fn pads(
         } else {
             0
         };
-        let total = if residual == 0 {
-            effective[i] - strides[i]
-        } else {
-            effective[i] - residual
-        }
-        .max(0);
+        let total = effective[i]
+            .saturating_sub(if residual == 0 { strides[i] } else { residual })
+            .max(0);
         let (small, big) = (total / 2, total - total / 2);
         (pads[i], pads[i + n]) = if mode == "SAME_UPPER" {
             (small, big)
@@ -79,7 +76,7 @@ pub fn effective_kernel(kernel: &[i64], dilations: &[i64]) -> Vec<i64> {
     kernel
         .iter()
         .zip(dilations)
-        .map(|(&k, &d)| (k - 1) * d + 1)
+        .map(|(&k, &d)| k.saturating_sub(1).saturating_mul(d).saturating_add(1))
         .collect()
 }
 
@@ -113,7 +110,9 @@ pub fn window_dims(
         let s = strides[i];
         out.push(match &spatial[i] {
             Dim::Known(size) => {
-                let mut numerator = size + pb + pe - effective[i];
+                let w = i128::from;
+                let (size, pb, pe, k, s) = (w(*size), w(pb), w(pe), w(effective[i]), w(s));
+                let mut numerator = size + pb + pe - k;
                 if ceil_mode {
                     numerator += s - 1;
                 }
@@ -121,14 +120,19 @@ pub fn window_dims(
                 if ceil_mode && (o - 1) * s >= size + pb {
                     o -= 1;
                 }
-                if o < 0 {
-                    return Err(ctx.error(format!(
-                        "the window is larger than the padded input on axis {i}"
-                    )));
+                match i64::try_from(o) {
+                    Ok(o) if o >= 0 => Dim::Known(o),
+                    _ => {
+                        return Err(ctx.error(format!(
+                            "the window does not fit the padded input on axis {i}"
+                        )));
+                    }
                 }
-                Dim::Known(o)
             }
-            d if s == 1 => dims::add(d, &Dim::Known(pb + pe - effective[i] + 1)),
+            d if s == 1 => {
+                let delta = pb.saturating_add(pe).saturating_sub(effective[i]);
+                dims::add(d, &Dim::Known(delta.saturating_add(1)))
+            }
             _ => Dim::Unknown,
         });
     }

@@ -88,8 +88,6 @@ pub fn axes(ctx: &NodeCtx, axes: &[i64], rank: usize) -> Result<Vec<usize>> {
 
 /// The most specific type covering both: equal dims stay, differing ones become unknown,
 /// differing ranks give an unknown rank. `None` when the kinds or element types differ.
-/// Inside sequences, an element type of unknown rank means "no element seen yet" and yields
-/// to the other side.
 pub fn merge_types(a: &ValueType, b: &ValueType) -> Option<ValueType> {
     Some(match (a, b) {
         (ValueType::Tensor(x), ValueType::Tensor(y)) if x.dtype == y.dtype => {
@@ -99,19 +97,7 @@ pub fn merge_types(a: &ValueType, b: &ValueType) -> Option<ValueType> {
             ValueType::SparseTensor(merge_tensors(x, y))
         }
         (ValueType::Sequence(x), ValueType::Sequence(y)) => {
-            ValueType::Sequence(Box::new(match (&**x, &**y) {
-                (ValueType::Tensor(p), ValueType::Tensor(q))
-                    if p.dtype == q.dtype && p.shape.is_none() =>
-                {
-                    (**y).clone()
-                }
-                (ValueType::Tensor(p), ValueType::Tensor(q))
-                    if p.dtype == q.dtype && q.shape.is_none() =>
-                {
-                    (**x).clone()
-                }
-                _ => merge_types(x, y)?,
-            }))
+            ValueType::Sequence(Box::new(merge_types(x, y)?))
         }
         (ValueType::Optional(x), ValueType::Optional(y)) => {
             ValueType::Optional(Box::new(merge_types(x, y)?))

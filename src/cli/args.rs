@@ -1,0 +1,81 @@
+//! Shared command-line options: symbolic dims and input shapes.
+
+use std::collections::BTreeMap;
+
+use crate::infer::InferOptions;
+
+/// `--dim` / `--input-shape` / `--trust-value-info`, shared by every command that infers.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ShapeArgs {
+    /// Bind a symbolic dimension, e.g. `--dim batch=1` (repeatable).
+    #[arg(long = "dim", value_name = "NAME=N", value_parser = parse_dim)]
+    pub dims: Vec<(String, i64)>,
+    /// Give an input's whole shape, e.g. `--input-shape images=1x3x224x224` (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=AxBxC", value_parser = parse_input_shape)]
+    pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// For operators without a shape rule, use the output types the model declares.
+    #[arg(long)]
+    pub trust_value_info: bool,
+}
+
+impl ShapeArgs {
+    /// The inference options these flags describe.
+    pub fn infer_options(&self) -> InferOptions {
+        InferOptions {
+            dims: self.dims.iter().cloned().collect::<BTreeMap<_, _>>(),
+            input_shapes: self.input_shapes.iter().cloned().collect(),
+            trust_value_info: self.trust_value_info,
+        }
+    }
+}
+
+fn parse_dim(s: &str) -> Result<(String, i64), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=N"))?;
+    let n: i64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{value}' in '{s}' is not a whole number"))?;
+    if n < 0 || name.is_empty() {
+        return Err(format!("'{s}': need a name and a size ≥ 0"));
+    }
+    Ok((name.to_string(), n))
+}
+
+fn parse_input_shape(s: &str) -> Result<(String, Vec<i64>), String> {
+    let (name, dims) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=1x3x224x224"))?;
+    let dims = if dims.trim().is_empty() || dims.trim() == "scalar" {
+        Vec::new()
+    } else {
+        dims.split(['x', 'X', ','])
+            .map(|d| {
+                d.trim()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|&v| v >= 0)
+                    .ok_or_else(|| format!("'{d}' in '{s}' is not a size"))
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    Ok((name.to_string(), dims))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bindings() {
+        assert_eq!(parse_dim("batch=4"), Ok(("batch".into(), 4)));
+        assert!(parse_dim("batch").is_err());
+        assert!(parse_dim("batch=-1").is_err());
+        assert_eq!(
+            parse_input_shape("x=1x3x224x224"),
+            Ok(("x".into(), vec![1, 3, 224, 224]))
+        );
+        assert!(parse_input_shape("x=1xqx3").is_err());
+    }
+}

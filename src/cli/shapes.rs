@@ -1,0 +1,101 @@
+//! `onnx-memplan shapes`: print (or write into the model) every inferred type.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::args::ShapeArgs;
+use crate::ir::{Dim, ValueKind, ValueType};
+use crate::pipeline::load_typed;
+use crate::{bail_input, emit, onnx};
+
+/// Arguments of `shapes`.
+#[derive(clap::Args, Debug)]
+pub struct ShapesArgs {
+    /// The ONNX model.
+    pub model: PathBuf,
+    /// Write the model with every inferred type (value_info for each intermediate).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub shapes: ShapeArgs,
+}
+
+/// Runs `shapes`.
+pub fn run(args: &ShapesArgs) -> Result<i32> {
+    let (proto, model, report) = load_typed(&args.model, &args.shapes.infer_options())?;
+    for line in &report.disagreements {
+        eprintln!("warning: {line}");
+    }
+    let graph = &model.graph;
+    let rows: Vec<_> = graph
+        .values
+        .iter()
+        .filter(|v| v.kind != ValueKind::OuterScope)
+        .map(|v| {
+            let kind = match v.kind {
+                ValueKind::Initializer => "constant",
+                _ if v.is_output => "output",
+                ValueKind::Input => "input",
+                _ => "intermediate",
+            };
+            (v, kind)
+        })
+        .collect();
+    if let Some(out) = &args.output {
+        if std::fs::canonicalize(out).ok() == std::fs::canonicalize(&args.model).ok() {
+            bail_input!("{}: refusing to overwrite the input model", out.display());
+        }
+        onnx::copy_external_files(&proto, &args.model, out)?;
+        onnx::save_model(&emit::with_inferred_types(&proto, graph), out)?;
+    }
+    if args.json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(v, kind)| {
+                json!({
+                    "name": v.name,
+                    "kind": kind,
+                    "type": v.ty.as_ref().map(type_json),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else {
+        let width = rows
+            .iter()
+            .map(|(v, _)| v.name.len())
+            .max()
+            .unwrap_or(4)
+            .min(60);
+        for (v, kind) in &rows {
+            let ty =
+                v.ty.as_ref()
+                    .map_or_else(|| "unknown".to_string(), ValueType::to_string);
+            println!("{:<width$}  {:<12}  {ty}", v.name, kind);
+        }
+    }
+    Ok(0)
+}
+
+fn type_json(ty: &ValueType) -> serde_json::Value {
+    match ty {
+        ValueType::Tensor(t) | ValueType::SparseTensor(t) => json!({
+            "kind": if matches!(ty, ValueType::Tensor(_)) { "tensor" } else { "sparse_tensor" },
+            "dtype": t.dtype.name(),
+            "shape": t.shape.as_ref().map(|s| s.iter().map(|d| match d {
+                Dim::Known(v) => json!(v),
+                Dim::Symbol(s) => json!(s),
+                Dim::Unknown => serde_json::Value::Null,
+            }).collect::<Vec<_>>()),
+        }),
+        ValueType::Sequence(e) => json!({"kind": "sequence", "elem": type_json(e)}),
+        ValueType::Optional(e) => json!({"kind": "optional", "elem": type_json(e)}),
+        ValueType::Map(k, v) => json!({"kind": "map", "key": k.name(), "value": type_json(v)}),
+        ValueType::Opaque => json!({"kind": "opaque"}),
+    }
+}

@@ -1,0 +1,293 @@
+//! The whole pass: load → lower → infer → schedule → liveness → solve → verify → table and
+//! annotated model.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use crate::emit::{self, ModelInfo, Stats, Table, TableOptions};
+use crate::infer::{InferOptions, InferReport, infer_model};
+use crate::ir::Model;
+use crate::liveness::{Liveness, LivenessOptions, analyse};
+use crate::onnx::{decode_model, load_model, proto::ModelProto};
+use crate::plan::{self, PlanOptions, PlannerChoice, Problem};
+use crate::{bail_input, schedule, verify};
+
+/// Everything `plan_model` needs to know.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Symbolic dims and input shapes.
+    pub infer: InferOptions,
+    /// Sharing switches and alignment.
+    pub liveness: LivenessOptions,
+    /// Which planner to run.
+    pub planner: PlannerChoice,
+    /// Time allowed to exact search.
+    pub time_limit: Duration,
+    /// Keep the stored order, or search for one with a lower peak.
+    pub schedule: ScheduleChoice,
+}
+
+/// How the execution order is chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScheduleChoice {
+    /// The model's stored order (made topological if it is not).
+    #[default]
+    Stored,
+    /// The candidate order with the lowest peak of live bytes after sharing.
+    Memory,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            infer: InferOptions::default(),
+            liveness: LivenessOptions::default(),
+            planner: PlannerChoice::Auto,
+            time_limit: Duration::from_secs(1),
+            schedule: ScheduleChoice::Stored,
+        }
+    }
+}
+
+/// A checked plan, ready to be written.
+pub struct Planned {
+    /// The input model as decoded.
+    pub original: ModelProto,
+    /// The lowered, typed model.
+    pub model: Model,
+    /// The allocation table.
+    pub table: Table,
+    /// What inference noticed (declared types that disagree).
+    pub report: InferReport,
+}
+
+impl Planned {
+    /// The one-line summary: arena, lower bound, naive bytes and the saving.
+    pub fn summary(&self) -> String {
+        let s = &self.table.stats;
+        let arena: u64 = self.table.arenas.iter().map(|a| a.bytes).sum();
+        let saving = if s.naive_bytes > 0 {
+            100.0 * (1.0 - arena as f64 / s.naive_bytes as f64)
+        } else {
+            0.0
+        };
+        let order = if s.schedule.is_empty() || s.schedule == "stored" {
+            String::new()
+        } else {
+            format!(
+                ", schedule {} (stored-order bound {} bytes)",
+                s.schedule, s.stored_lower_bound_bytes
+            )
+        };
+        format!(
+            "{}: arena {} bytes, lower bound {} bytes ({:.3}x), naive {} bytes, saving {saving:.1}% ({} tensors, planner {}{}{order}, {:.1} ms)",
+            self.table.model.file,
+            arena,
+            s.lower_bound_bytes,
+            if s.lower_bound_bytes > 0 {
+                arena as f64 / s.lower_bound_bytes as f64
+            } else {
+                1.0
+            },
+            s.naive_bytes,
+            self.table.tensors.len(),
+            s.planner,
+            if s.proven_optimal { ", optimal" } else { "" },
+            s.total_ms,
+        )
+    }
+
+    /// The annotated model recording the plan; `table_file` is the sidecar's name.
+    pub fn annotated(&self, table_file: &str) -> ModelProto {
+        emit::annotate(&self.original, &self.model.graph, &self.table, table_file)
+    }
+}
+
+/// Loads, lowers and infers a model.
+pub fn load_typed(path: &Path, infer: &InferOptions) -> Result<(ModelProto, Model, InferReport)> {
+    type_model(path, load_model(path)?, infer)
+}
+
+/// Lowers and infers a decoded model (`path` names it in messages).
+fn type_model(
+    path: &Path,
+    proto: ModelProto,
+    infer: &InferOptions,
+) -> Result<(ModelProto, Model, InferReport)> {
+    let mut model = Model::from_proto(&proto).map_err(|e| prefix(path, e))?;
+    let report = infer_model(&mut model, infer).map_err(|e| prefix(path, e))?;
+    Ok((proto, model, report))
+}
+
+/// Runs the whole pass on a model file and verifies the plan independently.
+pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
+    let started = Instant::now();
+    let bytes = Bytes::from(
+        std::fs::read(path)
+            .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?,
+    );
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let (original, model, report) = type_model(path, decode_model(path, bytes)?, &options.infer)?;
+    let graph = &model.graph;
+    let alignment = options.liveness.alignment.max(1);
+    let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
+    let mut bound_of = |order: &[usize]| -> Result<u64> {
+        let liveness = analyse(graph, order.to_vec(), options.liveness)?;
+        Ok(plan::max_live_bound(&problem_of(&liveness, alignment)))
+    };
+    let stored_bound = bound_of(&stored).map_err(|e| prefix(path, e))?;
+    let (order, method) = match options.schedule {
+        ScheduleChoice::Stored => (stored, "stored"),
+        ScheduleChoice::Memory => {
+            let (best, _) = schedule::memory_order(graph, &stored, &mut bound_of)?;
+            (best.order, best.method)
+        }
+    };
+    let liveness = analyse(graph, order, options.liveness).map_err(|e| prefix(path, e))?;
+    let problem = problem_of(&liveness, alignment);
+
+    let plan_started = Instant::now();
+    let plan_options = PlanOptions {
+        planner: options.planner,
+        time_limit: options.time_limit,
+        ..PlanOptions::default()
+    };
+    let solution = plan::solve(&problem, &plan_options)
+        .map_err(|e| anyhow!("planner failed on {}: {e}", path.display()))?;
+    let plan_ms = plan_started.elapsed().as_secs_f64() * 1e3;
+    plan::verify(&problem, &solution).map_err(|e| {
+        anyhow!(
+            "bug: planner {} produced an invalid plan: {e}",
+            solution.planner
+        )
+    })?;
+
+    let table_options = TableOptions {
+        alignment,
+        inplace: options.liveness.inplace,
+        alias: options.liveness.alias,
+        include_io: options.liveness.include_io,
+        dims: options.infer.dims.clone(),
+        input_shapes: options.infer.input_shapes.clone(),
+    };
+    let mut table = Table {
+        format: emit::FORMAT.to_string(),
+        model: ModelInfo {
+            file: file_name(path),
+            sha256,
+            ir_version: original.ir_version(),
+            opsets: model.opsets.0.clone(),
+        },
+        schedule: liveness.order.clone(),
+        arenas: emit::main_arena(solution.arena),
+        stats: Stats {
+            lower_bound_bytes: solution.lower_bound.max(plan::max_live_bound(&problem)),
+            naive_bytes: emit::naive_bytes(&liveness, &table_options),
+            planner: solution.planner.clone(),
+            schedule: method.to_string(),
+            stored_lower_bound_bytes: stored_bound,
+            proven_optimal: solution.proven_optimal,
+            plan_ms,
+            total_ms: 0.0,
+        },
+        tensors: emit::tensor_entries(graph, &liveness, &solution.offsets),
+        options: table_options,
+    };
+    let problems = verify::check_table(graph, &table);
+    if !problems.is_empty() {
+        return Err(anyhow!(
+            "bug: the plan for {} failed verification: {}",
+            path.display(),
+            problems.join("; ")
+        ));
+    }
+    table.stats.total_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(Planned {
+        original,
+        model,
+        table,
+        report,
+    })
+}
+
+/// The DSA problem of the analysis: one buffer per group, padded to the alignment, live over
+/// the half-open step range `[first, last + 1)`.
+pub fn problem_of(liveness: &Liveness, alignment: u64) -> Problem {
+    Problem {
+        buffers: liveness
+            .buffers
+            .iter()
+            .map(|b| plan::Buffer {
+                size: b.bytes.next_multiple_of(alignment),
+                start: b.first as u32,
+                end: b.last as u32 + 1,
+            })
+            .collect(),
+        alignment,
+    }
+}
+
+/// Checks a table against a model file: same file (SHA-256), then the independent verifier.
+pub fn verify_table(path: &Path, table: &Table) -> Result<Vec<String>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?;
+    let sha = hex(&Sha256::digest(&bytes));
+    if sha != table.model.sha256 {
+        bail_input!(
+            "{}: the table was made for a different file (sha256 {} in the table, {sha} here)",
+            path.display(),
+            table.model.sha256
+        );
+    }
+    let infer = InferOptions {
+        dims: table.options.dims.clone(),
+        input_shapes: table.options.input_shapes.clone(),
+        ..InferOptions::default()
+    };
+    let (_, model, _) = load_typed(path, &infer)?;
+    Ok(verify::check_table(&model.graph, table))
+}
+
+/// Reads an allocation table file.
+pub fn read_table(path: &Path) -> Result<Table> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?;
+    let table: Table = serde_json::from_str(&text)
+        .map_err(|e| crate::input_error!("{}: not an onnx-memplan table: {e}", path.display()))?;
+    if table.format != emit::FORMAT {
+        bail_input!(
+            "{}: unknown table format '{}'",
+            path.display(),
+            table.format
+        );
+    }
+    Ok(table)
+}
+
+/// Writes the table as pretty JSON, atomically.
+pub fn write_table(table: &Table, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(table).context("encoding the table")?;
+    crate::onnx::write_atomic(path, text.as_bytes())
+}
+
+fn prefix(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    if crate::error::is_input_error(&e) {
+        crate::input_error!("{}: {e:#}", path.display())
+    } else {
+        e
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}

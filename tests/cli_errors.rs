@@ -1,0 +1,117 @@
+//! Bad input gets exit code 2 and a one-line message naming the file and the node or tensor;
+//! the input is never modified and no partial output is written.
+
+mod common;
+
+use common::*;
+use onnx_memplan::onnx::proto::{GraphProto, StringStringEntryProto, tensor_proto::DataLocation};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_input_error(out: &std::process::Output, needles: &[&str]) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "'{n}' missing from: {err}");
+    }
+}
+
+#[test]
+fn not_a_protobuf() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("junk.onnx");
+    std::fs::write(&path, b"\xff\xff\xff this is not protobuf").unwrap();
+    let out = run_cli(&["plan", path.to_str().unwrap()]);
+    assert_input_error(&out, &["junk.onnx", "not a valid ONNX model"]);
+    assert!(!dir.path().join("junk.memplan.onnx").exists());
+}
+
+#[test]
+fn truncated_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = root().join("models/mobilenet_v2.onnx");
+    let bytes = std::fs::read(&full).unwrap();
+    let path = dir.path().join("cut.onnx");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let out = run_cli(&["plan", path.to_str().unwrap()]);
+    assert_input_error(&out, &["cut.onnx"]);
+}
+
+#[test]
+fn unknown_tensor_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = chain_model();
+    m.graph.as_mut().unwrap().node[1].input[0] = "ghost".into();
+    let path = dir.path().join("ghost.onnx");
+    write_model(&m, &path);
+    let out = run_cli(&["plan", path.to_str().unwrap()]);
+    assert_input_error(&out, &["ghost.onnx", "'ghost'", "Sigmoid"]);
+}
+
+#[test]
+fn cycle_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(GraphProto {
+        node: vec![
+            node("Relu", &["b"], &["a"]),
+            node("Relu", &["a"], &["b"]),
+            node("Relu", &["x"], &["y"]),
+        ],
+        input: vec![float_info("x", &[4])],
+        output: vec![float_info("y", &[4])],
+        ..Default::default()
+    });
+    let path = dir.path().join("cycle.onnx");
+    write_model(&m, &path);
+    let out = run_cli(&["plan", path.to_str().unwrap()]);
+    assert_input_error(&out, &["cycle.onnx", "cycle", "Relu"]);
+}
+
+#[test]
+fn missing_external_data_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = chain_model();
+    let mut w = float_init("w", &[1, 8], &[0.0; 8]);
+    w.raw_data = None;
+    w.data_location = Some(DataLocation::External as i32);
+    w.external_data = vec![StringStringEntryProto {
+        key: Some("location".into()),
+        value: Some("weights.bin".into()),
+    }];
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.push(w);
+    g.node[3].input[1] = "w".into();
+    let path = dir.path().join("ext.onnx");
+    write_model(&m, &path);
+    let out = run_cli(&["plan", path.to_str().unwrap()]);
+    assert_input_error(&out, &["ext.onnx", "'w'", "weights.bin"]);
+}
+
+#[test]
+fn refuses_to_overwrite_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chain.onnx");
+    write_model(&chain_model(), &path);
+    let before = std::fs::read(&path).unwrap();
+    let out = run_cli(&["plan", path.to_str().unwrap(), "-o", path.to_str().unwrap()]);
+    assert_input_error(&out, &["refusing to overwrite"]);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn unbound_symbol_names_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = root().join("models/bert_tiny.onnx");
+    let out_path = dir.path().join("b.onnx");
+    let out = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    assert_input_error(&out, &["bert_tiny.onnx", "--dim"]);
+    assert!(!out_path.exists());
+}

@@ -1,0 +1,111 @@
+//! Helpers shared by the integration tests: small hand-built models and the CLI binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use onnx_memplan::onnx::proto::{
+    GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto,
+    TypeProto, ValueInfoProto, tensor_shape_proto::Dimension, tensor_shape_proto::dimension,
+    type_proto,
+};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the CLI with arguments.
+pub fn run_cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_onnx-memplan"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// A float tensor value info with a concrete shape.
+pub fn float_info(name: &str, dims: &[i64]) -> ValueInfoProto {
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension {
+                            value: Some(dimension::Value::DimValue(d)),
+                            denotation: None,
+                        })
+                        .collect(),
+                }),
+            })),
+            denotation: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// A node with the given op, inputs and outputs.
+pub fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
+    NodeProto {
+        op_type: Some(op.into()),
+        name: Some(format!("{op}_{}", outputs.first().unwrap_or(&""))),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// A model around a graph, default opset 17.
+pub fn model(graph: GraphProto) -> ModelProto {
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+}
+
+/// A float initializer with raw data.
+pub fn float_init(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(1),
+        raw_data: Some(
+            values
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>()
+                .into(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// Encodes a model to a file.
+pub fn write_model(model: &ModelProto, path: &Path) {
+    use prost::Message;
+    std::fs::write(path, model.encode_to_vec()).expect("write model");
+}
+
+/// A chain x → Relu → Sigmoid → Add(·, x2) → y over 1×8 floats.
+pub fn chain_model() -> ModelProto {
+    model(GraphProto {
+        name: Some("chain".into()),
+        node: vec![
+            node("Relu", &["x"], &["a"]),
+            node("Sigmoid", &["a"], &["b"]),
+            node("Relu", &["x"], &["c"]),
+            node("Add", &["b", "c"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, 8])],
+        output: vec![float_info("y", &[1, 8])],
+        ..Default::default()
+    })
+}

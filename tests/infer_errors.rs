@@ -1,0 +1,152 @@
+//! User errors name the node; declared types that disagree are reported, not trusted.
+
+mod infer_support;
+use infer_support::*;
+use onnx_memplan::error::is_input_error;
+use onnx_memplan::infer::InferOptions;
+
+fn error_of(proto: &onnx_memplan::onnx::proto::ModelProto, options: &InferOptions) -> String {
+    let err = infer_with(proto, options)
+        .map(|_| ())
+        .expect_err("inference fails");
+    assert!(
+        is_input_error(&err),
+        "an input error (exit code 2): {err:#}"
+    );
+    format!("{err:#}")
+}
+
+fn unknown_op() -> onnx_memplan::onnx::proto::ModelProto {
+    let mut proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .node("FancyOp", &["x"], &["y"], vec![])
+        .node("Relu", &["y"], &["z"], vec![])
+        .declared_output("z", FLOAT, &["2", "3"])
+        .model(17);
+    let graph = proto.graph.as_mut().unwrap();
+    graph.node[0].domain = Some("com.example".into());
+    graph.node[0].name = Some("fancy".into());
+    proto
+}
+
+#[test]
+fn unknown_operator_is_named() {
+    let msg = error_of(&unknown_op(), &InferOptions::default());
+    assert_eq!(
+        msg,
+        "node 'fancy' (FancyOp, domain 'com.example'): no shape rule for this operator"
+    );
+}
+
+#[test]
+fn trust_value_info_uses_declared_types() {
+    let mut proto = unknown_op();
+    let graph = proto.graph.as_mut().unwrap();
+    graph
+        .value_info
+        .push(info("y", Some(tensor_type(FLOAT, &["2", "3"]))));
+    let options = InferOptions {
+        trust_value_info: true,
+        ..Default::default()
+    };
+    let (m, report) = infer_with(&proto, &options).unwrap();
+    assert_eq!(ty(&m, "z"), "float32 2×3");
+    assert_eq!(report.trusted, vec!["node 'fancy' (FancyOp)"]);
+    // Without a declaration there is nothing to trust.
+    let msg = error_of(&unknown_op(), &options);
+    assert!(msg.contains("no declared type for output 'y'"), "{msg}");
+}
+
+#[test]
+fn cycle_names_a_node_on_it() {
+    let proto = G::default()
+        .input("x", FLOAT, &["2"])
+        .node("Add", &["x", "b"], &["a"], vec![])
+        .node("Relu", &["a"], &["b"], vec![])
+        .node("Relu", &["x"], &["c"], vec![])
+        .output("c")
+        .model(17);
+    let msg = error_of(&proto, &InferOptions::default());
+    assert!(
+        msg == "the graph has a cycle through node 'Add_a' (Add)"
+            || msg == "the graph has a cycle through node 'Relu_b' (Relu)",
+        "{msg}"
+    );
+}
+
+#[test]
+fn nodes_out_of_order_are_visited_topologically() {
+    let proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .node("Relu", &["a"], &["b"], vec![])
+        .node("Neg", &["x"], &["a"], vec![])
+        .output("b")
+        .model(17);
+    assert_eq!(ty(&infer(&proto), "b"), "float32 2×3");
+}
+
+#[test]
+fn bad_attributes_and_shapes_name_the_node() {
+    let proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .node("Transpose", &["x"], &["y"], vec![a_ints("perm", &[0, 5])])
+        .output("y")
+        .model(17);
+    let msg = error_of(&proto, &InferOptions::default());
+    assert_eq!(
+        msg,
+        "node 'Transpose_y' (Transpose): axis 5 is out of range for rank 2"
+    );
+    let proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .input("z", FLOAT, &["4", "3"])
+        .node("Add", &["x", "z"], &["y"], vec![])
+        .output("y")
+        .model(17);
+    let msg = error_of(&proto, &InferOptions::default());
+    assert!(
+        msg.starts_with("node 'Add_y' (Add): shapes 2×3, 4×3 cannot be broadcast"),
+        "{msg}"
+    );
+    let proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .node("Cast", &["x"], &["y"], vec![a_str("to", "oops")])
+        .output("y")
+        .model(17);
+    let msg = error_of(&proto, &InferOptions::default());
+    assert_eq!(
+        msg,
+        "node 'Cast_y' (Cast): attribute 'to' must be an integer"
+    );
+}
+
+#[test]
+fn disagreeing_declarations_are_reported_and_inferred_types_kept() {
+    let proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .node("Transpose", &["x"], &["y"], vec![])
+        .declared_output("y", FLOAT, &["2", "3"])
+        .model(17);
+    let (m, report) = infer_with(&proto, &InferOptions::default()).unwrap();
+    assert_eq!(shape(&m, "y"), "3×2");
+    assert_eq!(
+        report.disagreements,
+        vec!["'y' (node 'Transpose_y' (Transpose)): declared float32 2×3, inferred float32 3×2"]
+    );
+}
+
+#[test]
+fn input_shape_for_an_unknown_input_is_rejected() {
+    let proto = G::default()
+        .input("x", FLOAT, &["2"])
+        .node("Relu", &["x"], &["y"], vec![])
+        .output("y")
+        .model(17);
+    let mut options = InferOptions::default();
+    options.input_shapes.insert("nope".into(), vec![1]);
+    let msg = error_of(&proto, &options);
+    assert_eq!(
+        msg,
+        "--input-shape names 'nope', which is not an input of the graph"
+    );
+}
