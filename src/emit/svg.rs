@@ -469,13 +469,14 @@ fn trim_float(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The name cut to `chars` characters with an ellipsis.
+/// The name cut to its last `chars` characters (names often share long prefixes).
 fn shorten(name: &str, chars: usize) -> String {
-    if name.chars().count() <= chars {
+    let count = name.chars().count();
+    if count <= chars {
         name.to_string()
     } else {
-        let head: String = name.chars().take(chars.saturating_sub(1)).collect();
-        format!("{head}…")
+        let tail: String = name.chars().skip(count + 1 - chars.max(1)).collect();
+        format!("…{tail}")
     }
 }
 
@@ -540,6 +541,7 @@ mod tests {
         let mut table = chain_table();
         table.offload = Some(crate::emit::OffloadInfo {
             budget: 1 << 20,
+            method: "spill".into(),
             migrated_bytes: 128,
             baseline: "farthest next use".into(),
             baseline_migrated_bytes: Some(256),

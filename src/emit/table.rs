@@ -111,6 +111,8 @@ pub struct HierarchyInfo {
 pub struct OffloadInfo {
     /// Device bytes allowed.
     pub budget: u64,
+    /// The planner whose plan is used (`segments`, `spill`, or `none needed`).
+    pub method: String,
     /// Bytes moved between host and device by `transfers`.
     pub migrated_bytes: u64,
     /// The baseline policy measured in the same run.

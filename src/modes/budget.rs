@@ -122,6 +122,7 @@ pub fn plan_budget(
         arena: outcome.plan.arena,
         info: OffloadInfo {
             budget,
+            method: outcome.method.to_string(),
             migrated_bytes: outcome.plan.migrated,
             baseline: "farthest next use".into(),
             baseline_migrated_bytes: baseline.map(|p| p.migrated),
