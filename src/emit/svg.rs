@@ -469,8 +469,10 @@ fn trim_float(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The name cut to its last `chars` characters (names often share long prefixes).
+/// The name cut to its last `chars` characters (names often share long prefixes), without
+/// the `_output_0` most exporters append.
 fn shorten(name: &str, chars: usize) -> String {
+    let name = name.strip_suffix("_output_0").unwrap_or(name);
     let count = name.chars().count();
     if count <= chars {
         name.to_string()

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::access::tensor_accesses;
-use super::offload::{self, Access, Object, Offload, Options};
+use super::offload::{self, Access, Infeasible, Object, Offload, Options};
 use crate::emit::{OffloadInfo, Transfer};
 use crate::input_error;
 use crate::ir::Graph;
@@ -78,7 +78,18 @@ pub fn plan_budget(
         budget,
         alignment,
     };
-    let outcome = offload::solve(&problem, options).map_err(|e| input_error!("--budget: {e}"))?;
+    let outcome = offload::solve(&problem, options).map_err(|e| match e {
+        Infeasible::Step { step, bytes } => {
+            let node = liveness.order[step];
+            input_error!(
+                "--budget {budget}: too small: step {step}, {}, reads and writes {bytes} bytes at once, so no budget below {bytes} can work",
+                graph.nodes[node].label(node)
+            )
+        }
+        Infeasible::NoPlan => input_error!(
+            "--budget {budget}: no placement found (every step fits alone, but fragmentation defeats both planners); try a slightly larger budget"
+        ),
+    })?;
     let stays = &outcome.plan.residency.stays;
     let mut offsets = vec![0; liveness.buffers.len()];
     let mut transfers = Vec::new();

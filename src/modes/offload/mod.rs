@@ -138,16 +138,26 @@ pub struct Outcome {
     pub rounds: usize,
 }
 
-/// Plans the objects within the budget. Errors (one line) when neither planner fits: some
-/// step's operands alone exceed the budget, or no placement was found.
-pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, String> {
+/// Why no plan fits the budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Infeasible {
+    /// The objects one step accesses together take more than the budget.
+    Step {
+        /// The step.
+        step: usize,
+        /// Bytes it accesses.
+        bytes: u64,
+    },
+    /// Both planners gave up (fragmentation), though each step alone fits.
+    NoPlan,
+}
+
+/// Plans the objects within the budget, or says why no plan can fit it.
+pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, Infeasible> {
     let units = units::merge(problem);
-    let (need, step) = floor(&units);
-    if need > problem.budget {
-        return Err(format!(
-            "a budget of {} bytes is too small: step {step} alone reads and writes {need} bytes",
-            problem.budget
-        ));
+    let (bytes, step) = floor(&units);
+    if bytes > problem.budget {
+        return Err(Infeasible::Step { step, bytes });
     }
     let mut rounds = 0;
     let segments = segments::layout(problem, &units).ok().and_then(|segments| {
@@ -172,12 +182,7 @@ pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, String> {
         (Some(a), Some(b)) if b.migrated < a.migrated => (b, "spill"),
         (Some(a), _) => (a, "segments"),
         (None, Some(b)) => (b, "spill"),
-        (None, None) => {
-            return Err(format!(
-                "no plan fits a budget of {} bytes (step {step} alone needs {need} bytes; fragmentation needs more)",
-                problem.budget
-            ));
-        }
+        (None, None) => return Err(Infeasible::NoPlan),
     };
     let baseline = farthest_next_use(problem).and_then(|r| plan_of(problem, r));
     Ok(Outcome {

@@ -68,9 +68,12 @@ fn segments_beat_farthest_next_use() {
         &Options::default(),
     )
     .unwrap_err();
-    assert!(
-        err.contains("step 0 alone reads and writes 2048 bytes"),
-        "{err}"
+    assert_eq!(
+        err,
+        Infeasible::Step {
+            step: 0,
+            bytes: 2048
+        }
     );
 }
 
