@@ -10,6 +10,9 @@ use super::Hierarchy;
 use super::cost::cost;
 use super::place::{Choice, Placement, Stuck, place, walk};
 
+/// Walks over all the steps at most this many times (stopping when a walk finds nothing).
+const PASSES: usize = 4;
+
 /// Other spots tried per move action, at most.
 const MAX_SPOTS: usize = 4;
 
@@ -45,24 +48,30 @@ pub fn improve(h: &Hierarchy, segment: usize) -> Result<Outcome, Stuck> {
         }
     }
     let segment = segment.max(1);
-    let mut start = 0;
-    while start < born.len() {
-        let rest_fastest = born[start..]
-            .iter()
-            .flatten()
-            .all(|&b| state.placement.tier[b] == 0);
-        if rest_fastest {
+    for _ in 0..PASSES {
+        let before = state.cost;
+        let mut start = 0;
+        while start < born.len() {
+            let rest_fastest = born[start..]
+                .iter()
+                .flatten()
+                .all(|&b| state.placement.tier[b] == 0);
+            if rest_fastest {
+                break;
+            }
+            let end = (start + segment).min(born.len());
+            let mut search = Segment {
+                h,
+                born: &born[start..end],
+                best: (state.clone(), choices.clone()),
+            };
+            search.descend(0, &mut choices, &state);
+            (state, choices) = search.best;
+            start = end;
+        }
+        if state.cost >= before {
             break;
         }
-        let end = (start + segment).min(born.len());
-        let mut search = Segment {
-            h,
-            born: &born[start..end],
-            best: (state.clone(), choices.clone()),
-        };
-        search.descend(0, &mut choices, &state);
-        (state, choices) = search.best;
-        start = end;
     }
     Ok(Outcome {
         initial,
