@@ -9,6 +9,7 @@ pub mod error;
 pub mod infer;
 pub mod ir;
 pub mod liveness;
+pub mod modes;
 pub mod onnx;
 pub mod pipeline;
 pub mod plan;

@@ -29,6 +29,8 @@ pub struct Options {
     pub time_limit: Duration,
     /// Keep the stored order, or search for one with a lower peak.
     pub schedule: ScheduleChoice,
+    /// Advanced modes: memory tiers, device budget, compute units.
+    pub modes: crate::modes::ModeOptions,
 }
 
 /// How the execution order is chosen.
@@ -49,6 +51,7 @@ impl Default for Options {
             planner: PlannerChoice::Auto,
             time_limit: Duration::from_secs(1),
             schedule: ScheduleChoice::Stored,
+            modes: crate::modes::ModeOptions::default(),
         }
     }
 }
@@ -98,7 +101,7 @@ impl Planned {
             s.planner,
             if s.proven_optimal { ", optimal" } else { "" },
             s.total_ms,
-        )
+        ) + &crate::modes::summary(&self.table)
     }
 
     /// The annotated model recording the plan; `table_file` is the sidecar's name.
@@ -152,7 +155,8 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         }
     };
     let liveness = analyse(graph, order, options.liveness).map_err(|e| prefix(path, e))?;
-    let problem = problem_of(&liveness, alignment);
+    let mut problem = problem_of(&liveness, alignment);
+    let shared = crate::modes::prepare(graph, &liveness, &options.modes, &mut problem)?;
 
     let plan_started = Instant::now();
     let plan_options = PlanOptions {
@@ -200,7 +204,19 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         },
         tensors: emit::tensor_entries(graph, &liveness, &solution.offsets),
         options: table_options,
+        hierarchy: None,
+        offload: None,
+        partition: None,
     };
+    crate::modes::finish(
+        graph,
+        &liveness,
+        options.liveness,
+        &options.modes,
+        shared,
+        &mut table,
+    )
+    .map_err(|e| prefix(path, e))?;
     let problems = verify::check_table(graph, &table);
     if !problems.is_empty() {
         return Err(anyhow!(

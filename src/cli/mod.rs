@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod conformance;
+pub mod modes;
 pub mod plan;
 pub mod shapes;
 pub mod verify;

@@ -45,6 +45,8 @@ pub struct PlanArgs {
     /// Leave graph inputs and outputs out of the arena.
     #[arg(long)]
     pub exclude_io: bool,
+    #[command(flatten)]
+    pub modes: super::modes::ModeArgs,
 }
 
 /// Runs `plan`; returns the exit code.
@@ -75,6 +77,7 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         planner: args.planner,
         time_limit: Duration::from_secs_f64(args.time_limit.max(0.0)),
         schedule: args.schedule,
+        modes: args.modes.options()?,
     };
     let planned = plan_model(&args.model, &options)?;
     for line in &planned.report.disagreements {
@@ -88,6 +91,7 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     onnx::copy_external_files(&planned.original, &args.model, &output)?;
     write_table(&planned.table, &table_path)?;
     onnx::save_model(&annotated, &output)?;
+    args.modes.write_figures(&planned)?;
     eprintln!("{}", planned.summary());
     Ok(0)
 }

@@ -40,6 +40,7 @@ pub fn tensor_entries(
                 inplace_of,
                 alias_of,
                 alias_offset,
+                placement: Default::default(),
             }
         })
         .collect()
@@ -51,6 +52,7 @@ pub fn main_arena(bytes: u64) -> Vec<Arena> {
         id: 0,
         name: "main".to_string(),
         bytes,
+        tier: None,
     }]
 }
 

@@ -1,9 +1,16 @@
-//! Outputs of a plan: the allocation table, the annotated model.
+//! Outputs of a plan: the allocation table, the annotated model, the space-time diagram.
 
 mod annotate;
 mod build;
+pub mod html;
+pub mod svg;
 pub mod table;
 
 pub use annotate::{annotate, with_inferred_types};
 pub use build::{main_arena, naive_bytes, tensor_entries};
-pub use table::{Arena, FORMAT, ModelInfo, Stats, Table, TableOptions, TensorEntry};
+pub use html::render_html;
+pub use svg::{ColourBy, render_svg};
+pub use table::{
+    Arena, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo, PartitionInfo, Stats, Table,
+    TableOptions, TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement,
+};

@@ -24,6 +24,15 @@ pub struct Table {
     pub stats: Stats,
     /// Every tensor of the top-level graph the runtime holds, once each.
     pub tensors: Vec<TensorEntry>,
+    /// Memory-hierarchy mode (`--tier`): the estimated cost before and after the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hierarchy: Option<HierarchyInfo>,
+    /// Device-budget mode (`--budget`): the host transfers that keep the plan within budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadInfo>,
+    /// Heterogeneous-units mode (`--partition`): the compute units and their rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionInfo>,
 }
 
 /// Identity of the planned model file.
@@ -66,6 +75,99 @@ pub struct Arena {
     pub name: String,
     /// Arena size in bytes.
     pub bytes: u64,
+    /// The memory tier this arena lives in (hierarchy mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<TierInfo>,
+}
+
+/// A memory tier's capacity and speed, as given by `--tier`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TierInfo {
+    /// Bytes the tier holds.
+    pub capacity: u64,
+    /// Cycles to start a transfer into or out of the tier.
+    pub latency: f64,
+    /// Bytes moved per cycle.
+    pub bandwidth: f64,
+}
+
+/// The hierarchy search's outcome, scored by S1's estimated time E(s) in cycles.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HierarchyInfo {
+    /// Steps per search segment.
+    pub segment: usize,
+    /// E(s) of the initial placement.
+    pub cost_initial: f64,
+    /// E(s) after the improvement search.
+    pub cost_final: f64,
+    /// Actions the search kept (moves, reuses, swaps).
+    pub actions: usize,
+    /// Per tier, the mean over steps of the fraction of its capacity in use.
+    pub fill: Vec<f64>,
+}
+
+/// The offload schedule under a device budget.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct OffloadInfo {
+    /// Device bytes allowed.
+    pub budget: u64,
+    /// The planner whose plan is used (`segments`, `spill`, or `none needed`).
+    pub method: String,
+    /// Bytes moved between host and device by `transfers`.
+    pub migrated_bytes: u64,
+    /// The baseline policy measured in the same run.
+    pub baseline: String,
+    /// Bytes the baseline policy moves (`None` when it cannot fit some step).
+    pub baseline_migrated_bytes: Option<u64>,
+    /// Every move to host and back.
+    pub transfers: Vec<Transfer>,
+}
+
+/// A buffer waits in host memory between two uses: it leaves the device after step
+/// `out_after` and is back at its offset before step `in_before`; the tensors it holds are not
+/// resident on the steps strictly between.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Transfer {
+    /// The tensor whose bytes move.
+    pub tensor: String,
+    /// Other tensors holding the same bytes over the gap (aliases); they are away too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Step after which it leaves the device.
+    pub out_after: usize,
+    /// Step before which it is back, at its offset.
+    pub in_before: usize,
+    /// Bytes of the buffer.
+    pub bytes: u64,
+    /// False when the host already holds these contents (only the copy back in is made).
+    pub copy_out: bool,
+}
+
+impl Transfer {
+    /// Bytes this transfer moves, both ways.
+    pub fn migrated(&self) -> u64 {
+        self.bytes * (1 + u64::from(self.copy_out))
+    }
+}
+
+/// The compute units of a partition.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PartitionInfo {
+    /// The units, by name.
+    pub units: Vec<UnitInfo>,
+}
+
+/// One compute unit's rules.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct UnitInfo {
+    /// Unit name.
+    pub name: String,
+    /// Offsets of its buffers are multiples of this.
+    pub alignment: u64,
+    /// Outputs feeding quantisation nodes are stored in the quantised dtype.
+    pub quantize_outputs: bool,
+    /// Nodes assigned to it.
+    pub nodes: usize,
 }
 
 /// Plan quality and timing.
@@ -120,4 +222,34 @@ pub struct TensorEntry {
     /// Bytes from the start of `alias_of` (slice aliases only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias_offset: Option<u64>,
+    /// Placement extras of the advanced modes (partition units, stored dtype).
+    #[serde(flatten)]
+    pub placement: UnitPlacement,
+}
+
+/// Where a tensor sits among compute units (partition mode; empty otherwise).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct UnitPlacement {
+    /// The unit producing it (or, for a graph input, its first reader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Other units reading it: the buffer is shared across a unit boundary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<String>,
+    /// The dtype it is stored in when it differs from `dtype` (quantised outputs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_dtype: Option<String>,
+    /// Bytes stored when they differ from `bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_bytes: Option<u64>,
+    /// Offset alignment required by its units, when stricter than the table's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alignment: Option<u64>,
+}
+
+impl TensorEntry {
+    /// Bytes the tensor occupies in its arena: `stored_bytes` when set, else `bytes`.
+    pub fn extent(&self) -> u64 {
+        self.placement.stored_bytes.or(self.bytes).unwrap_or(0)
+    }
 }

@@ -137,7 +137,7 @@ pub fn check_entry(
                 problems.push(format!("tensor '{name}' is in unknown arena {arena}"));
                 return;
             };
-            let end = offset.checked_add(entry.bytes.unwrap_or(0));
+            let end = offset.checked_add(entry.extent());
             if end.is_none_or(|e| e > a.bytes) {
                 problems.push(format!(
                     "tensor '{name}' ends past arena {arena} ({offset} + {:?} > {})",

@@ -4,6 +4,7 @@
 
 mod alias;
 mod lifetimes;
+mod modes;
 mod overlap;
 
 use std::collections::HashMap;
@@ -35,10 +36,12 @@ pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
         };
         lifetimes::check_entry(graph, value, entry, &steps, table, &mut problems);
     }
+    modes::check_modes(graph, table, &index, &steps, &mut problems);
     if !problems.is_empty() {
         return problems;
     }
     let classes = alias::check_claims(graph, table, &index, &steps, &mut problems);
-    overlap::check_overlaps(table, &index, &classes, &mut problems);
+    let away = modes::away_ranges(table, &index);
+    overlap::check_overlaps(table, &index, &classes, &away, &mut problems);
     problems
 }

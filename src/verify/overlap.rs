@@ -1,5 +1,6 @@
 //! Pairwise byte conflicts: tensors live at the same step must not share bytes unless an
-//! alias or in-place claim (checked in `alias`) makes that legal.
+//! alias or in-place claim (checked in `alias`) makes that legal. A tensor waiting in host
+//! memory (a transfer's gap) is not resident.
 
 use std::collections::{HashMap, HashSet};
 
@@ -10,6 +11,7 @@ pub fn check_overlaps(
     table: &Table,
     index: &HashMap<&str, usize>,
     classes: &[usize],
+    away: &[Vec<(usize, usize)>],
     problems: &mut Vec<String>,
 ) {
     // (class born, step, class overwritten) for every in-place claim.
@@ -25,16 +27,23 @@ pub fn check_overlaps(
     let steps = table.schedule.len().max(1);
     let mut live_at: Vec<Vec<usize>> = vec![Vec::new(); steps];
     for (i, e) in table.tensors.iter().enumerate() {
-        if e.offset.is_some() && e.bytes.unwrap_or(0) > 0 {
-            for live in &mut live_at[e.first.min(steps - 1)..=e.last.min(steps - 1)] {
-                live.push(i);
+        if e.offset.is_some() && e.extent() > 0 {
+            for (step, live) in live_at
+                .iter_mut()
+                .enumerate()
+                .take(e.last.min(steps - 1) + 1)
+                .skip(e.first.min(steps - 1))
+            {
+                if !super::modes::is_away(&away[i], step) {
+                    live.push(i);
+                }
             }
         }
     }
     let range = |i: usize| {
         let e = &table.tensors[i];
         let start = e.offset.unwrap_or(0);
-        (e.arena, start, start + e.bytes.unwrap_or(0))
+        (e.arena, start, start + e.extent())
     };
     let mut reported = HashSet::new();
     for (step, live) in live_at.iter_mut().enumerate() {

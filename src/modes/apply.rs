@@ -1,0 +1,137 @@
+//! The modes inside the planning pass: [`prepare`] adjusts the DSA problem before it is solved
+//! (partition), [`finish`] rewrites the table after the flat plan (partition labels, tiers,
+//! budget), [`summary`] adds the mode's outcome to the one-line summary.
+
+use anyhow::Result;
+
+use super::budget::plan_budget;
+use super::hierarchy::Tier;
+use super::offload;
+use super::partition::Partition;
+use super::sharing::{self, Shared};
+use super::tiers::plan_tiers;
+use crate::emit::{OffloadInfo, Table, main_arena, tensor_entries};
+use crate::ir::Graph;
+use crate::liveness::{Liveness, LivenessOptions};
+use crate::plan::Problem;
+
+/// Which advanced mode to run, with its settings (the default runs none).
+#[derive(Clone, Debug, Default)]
+pub struct ModeOptions {
+    /// Memory tiers, fastest first (hierarchy mode when not empty).
+    pub tiers: Vec<Tier>,
+    /// Steps per segment of the hierarchy search.
+    pub segment: usize,
+    /// Device budget in bytes (offload mode).
+    pub budget: Option<u64>,
+    /// Compute units (partition mode).
+    pub partition: Option<Partition>,
+    /// Limits of the offload search.
+    pub offload: offload::Options,
+}
+
+/// Partition mode: marks the graph and adjusts `problem` before it is solved.
+pub fn prepare(
+    graph: &Graph,
+    liveness: &Liveness,
+    modes: &ModeOptions,
+    problem: &mut Problem,
+) -> Result<Option<Shared>> {
+    let alignment = problem.alignment;
+    modes
+        .partition
+        .as_ref()
+        .map(|p| sharing::prepare(graph, liveness, p, alignment, problem))
+        .transpose()
+}
+
+/// Rewrites the flat plan's table for the chosen mode.
+pub fn finish(
+    graph: &Graph,
+    liveness: &Liveness,
+    options: LivenessOptions,
+    modes: &ModeOptions,
+    shared: Option<Shared>,
+    table: &mut Table,
+) -> Result<()> {
+    if let Some(shared) = &shared {
+        sharing::annotate(liveness, shared, table);
+    }
+    if !modes.tiers.is_empty() {
+        let plan = plan_tiers(graph, &liveness.order, options, &modes.tiers, modes.segment)?;
+        table.arenas = plan.arenas;
+        table.tensors = plan.tensors;
+        table.hierarchy = Some(plan.info);
+        table.stats.planner = "hierarchy".into();
+        table.stats.proven_optimal = false;
+    }
+    if let Some(budget) = modes.budget {
+        let arena = table.arenas.iter().map(|a| a.bytes).sum::<u64>();
+        if arena <= budget {
+            table.offload = Some(OffloadInfo {
+                budget,
+                method: "none needed".into(),
+                migrated_bytes: 0,
+                baseline: "farthest next use".into(),
+                baseline_migrated_bytes: Some(0),
+                transfers: Vec::new(),
+            });
+        } else {
+            let plan = plan_budget(graph, liveness, options.alignment, budget, &modes.offload)?;
+            table.tensors = tensor_entries(graph, liveness, &plan.offsets);
+            table.arenas = main_arena(plan.arena);
+            table.stats.planner = format!("offload-{}", plan.info.method);
+            table.stats.proven_optimal = false;
+            table.offload = Some(plan.info);
+        }
+    }
+    Ok(())
+}
+
+/// The mode's outcome for the one-line summary (empty when no mode ran).
+pub fn summary(table: &Table) -> String {
+    let mut s = String::new();
+    if let Some(h) = &table.hierarchy {
+        let drop = if h.cost_initial > 0.0 {
+            100.0 * (1.0 - h.cost_final / h.cost_initial)
+        } else {
+            0.0
+        };
+        s += &format!(
+            "; E(s) {:.0} -> {:.0} cycles ({drop:.1}% less, {} actions, fastest tier {:.0}% full)",
+            h.cost_initial,
+            h.cost_final,
+            h.actions,
+            100.0 * h.fill.first().copied().unwrap_or(0.0)
+        );
+    }
+    if let Some(o) = &table.offload {
+        s += &format!(
+            "; budget {}: migrated {} bytes in {} transfers ({}), {} {}",
+            o.budget,
+            o.migrated_bytes,
+            o.transfers.len(),
+            o.method,
+            o.baseline,
+            o.baseline_migrated_bytes
+                .map_or("cannot fit".into(), |b| format!("{b} bytes"))
+        );
+    }
+    if let Some(p) = &table.partition {
+        let shared = table
+            .tensors
+            .iter()
+            .filter(|t| !t.placement.shared_with.is_empty())
+            .count();
+        let quantised = table
+            .tensors
+            .iter()
+            .filter(|t| t.placement.stored_dtype.is_some())
+            .count();
+        s += &format!(
+            "; {} units, {shared} shared buffers, {quantised} stored quantised",
+            p.units.len()
+        );
+    }
+    s
+}

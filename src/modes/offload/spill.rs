@@ -1,0 +1,265 @@
+//! The spill planner: each unit sits at one device offset for its whole life, but between two
+//! accesses it may wait in host memory (a spilled gap), freeing its bytes there. Decoding a
+//! weight vector: while some step holds more live bytes than the target, spill, among the
+//! gaps spanning the fullest step, the one that removes the most excess bytes per byte moved
+//! (scaled by its unit's weight); then place the units largest first at the lowest offset
+//! clear of every unit resident at the same time. When fragmentation makes the arena exceed
+//! the budget, the target drops by the difference and more gaps are spilled. The weights are
+//! searched with S4's genetic scheme (crossover of size bands, a growing mutation rate,
+//! elitism plus fresh random individuals, stopping on rounds, time or stagnation).
+
+use std::time::Instant;
+
+use super::rng::Rng;
+use super::units::Unit;
+use super::{Offload, Options, Residency, Stay, check};
+
+/// The least-migrating decoded plan found, and the generations run.
+pub fn search(
+    problem: &Offload,
+    units: &[Unit],
+    options: &Options,
+) -> Option<(Residency, u64, usize)> {
+    let started = Instant::now();
+    let mut rng = Rng::new(options.seed ^ 0x5a11);
+    let size = options.population.max(4);
+    let decode = |w: &[f64]| {
+        let r = decode(problem, units, w)?;
+        let migrated = check(problem, &r).ok()?;
+        Some((r, migrated))
+    };
+    let mut by_size: Vec<usize> = (0..units.len()).collect();
+    by_size.sort_by_key(|&u| std::cmp::Reverse(units[u].size));
+    let score = |d: &Option<(Residency, u64)>| d.as_ref().map_or(u64::MAX, |d| d.1);
+    let mut population: Vec<(u64, Vec<f64>)> = Vec::with_capacity(size);
+    let ones = vec![1.0; units.len()];
+    let mut best = decode(&ones);
+    population.push((score(&best), ones));
+    while population.len() < size {
+        let w: Vec<f64> = (0..units.len()).map(|_| factor(&mut rng)).collect();
+        let d = decode(&w);
+        if score(&d) < score(&best) {
+            best = d.clone();
+        }
+        population.push((score(&d), w));
+    }
+    population.sort_by_key(|p| p.0);
+    let (mut rounds, mut best_round) = (0, 0);
+    for round in 0..options.rounds {
+        if started.elapsed() > options.time_limit || round - best_round > options.stagnation {
+            break;
+        }
+        rounds = round + 1;
+        let rate = ((1.0 + 8.0 * round as f64 / options.rounds.max(1) as f64)
+            / units.len().max(1) as f64)
+            .min(0.5);
+        let (elite, fresh) = (size / 4, size / 8);
+        let mut next: Vec<(u64, Vec<f64>)> = population[..elite].to_vec();
+        while next.len() < size {
+            let mut child = if next.len() < size - fresh {
+                let a = &population[rng.below(size).min(rng.below(size))].1;
+                let b = &population[rng.below(size).min(rng.below(size))].1;
+                let (lo, hi) = band(&mut rng, by_size.len());
+                let mut child = a.clone();
+                for &u in &by_size[lo..hi] {
+                    child[u] = b[u];
+                }
+                child
+            } else {
+                (0..units.len()).map(|_| factor(&mut rng)).collect()
+            };
+            for w in &mut child {
+                if rng.chance(rate) {
+                    *w = (*w * factor(&mut rng)).clamp(1e-3, 1e3);
+                }
+            }
+            let d = decode(&child);
+            if score(&d) < score(&best) {
+                best = d.clone();
+                best_round = round;
+            }
+            next.push((score(&d), child));
+        }
+        next.sort_by_key(|p| p.0);
+        population = next;
+    }
+    best.map(|(r, m)| (r, m, rounds))
+}
+
+/// A random factor between 1/4 and 4, log-uniform.
+fn factor(rng: &mut Rng) -> f64 {
+    4f64.powf(2.0 * (rng.next() >> 11) as f64 / (1u64 << 53) as f64 - 1.0)
+}
+
+/// A random band of the units sorted by size.
+fn band(rng: &mut Rng, n: usize) -> (usize, usize) {
+    let (a, b) = (rng.below(n.max(1)), rng.below(n.max(1)));
+    (a.min(b), a.max(b) + 1)
+}
+
+/// Decodes a weight vector into stays, or `None` when no spilling fits the budget.
+pub fn decode(problem: &Offload, units: &[Unit], weights: &[f64]) -> Option<Residency> {
+    let steps = units
+        .iter()
+        .filter_map(|u| u.accesses.last())
+        .map(|a| a.step + 1)
+        .max()
+        .unwrap_or(0);
+    let mut live = vec![0u64; steps];
+    // Gaps: (unit, index of the access before it).
+    let mut covering: Vec<Vec<(usize, usize)>> = vec![Vec::new(); steps];
+    for (u, unit) in units.iter().enumerate() {
+        let (first, last) = (unit.accesses[0].step, unit.accesses.last()?.step);
+        for l in &mut live[first..=last] {
+            *l += unit.size;
+        }
+        for (i, pair) in unit.accesses.windows(2).enumerate() {
+            for c in &mut covering[pair[0].step + 1..pair[1].step] {
+                c.push((u, i));
+            }
+        }
+    }
+    let mut spilled: Vec<Vec<bool>> = units
+        .iter()
+        .map(|u| vec![false; u.accesses.len()])
+        .collect();
+    let mut target = problem.budget;
+    loop {
+        spill(units, weights, target, &mut live, &covering, &mut spilled)?;
+        let offsets = place(problem, units, &spilled);
+        let arena = units
+            .iter()
+            .zip(&offsets)
+            .map(|(u, o)| o + u.size)
+            .max()
+            .unwrap_or(0);
+        if arena <= problem.budget {
+            return Some(stays(problem, units, &spilled, &offsets));
+        }
+        target = target.checked_sub((arena - problem.budget).max(problem.alignment.max(1)))?;
+    }
+}
+
+/// Spills gaps until no step holds more than `target` live bytes.
+fn spill(
+    units: &[Unit],
+    weights: &[f64],
+    target: u64,
+    live: &mut [u64],
+    covering: &[Vec<(usize, usize)>],
+    spilled: &mut [Vec<bool>],
+) -> Option<()> {
+    loop {
+        let (step, &peak) = live
+            .iter()
+            .enumerate()
+            .max_by_key(|&(s, &l)| (l, std::cmp::Reverse(s)))?;
+        if peak <= target {
+            return Some(());
+        }
+        let (u, i) = covering[step]
+            .iter()
+            .copied()
+            .filter(|&(u, i)| !spilled[u][i])
+            .max_by(|&a, &b| {
+                value(units, weights, target, live, spilled, a)
+                    .total_cmp(&value(units, weights, target, live, spilled, b))
+            })?;
+        spilled[u][i] = true;
+        let a = &units[u].accesses;
+        for l in &mut live[a[i].step + 1..a[i + 1].step] {
+            *l -= units[u].size;
+        }
+    }
+}
+
+/// Excess bytes a gap removes per byte it would move, times its unit's weight.
+fn value(
+    units: &[Unit],
+    weights: &[f64],
+    target: u64,
+    live: &[u64],
+    spilled: &[Vec<bool>],
+    (u, i): (usize, usize),
+) -> f64 {
+    let unit = &units[u];
+    let a = &unit.accesses;
+    let relief: u64 = live[a[i].step + 1..a[i + 1].step]
+        .iter()
+        .map(|&l| l.saturating_sub(target).min(unit.size))
+        .sum();
+    let since = (0..i).rev().find(|&j| spilled[u][j]).map_or(0, |j| j + 1);
+    let dirty = a[since..=i].iter().any(|x| x.write);
+    weights[u] * relief as f64 / (unit.size * (1 + u64::from(dirty))) as f64
+}
+
+/// Resident intervals of a unit: runs of steps between spilled gaps.
+fn intervals(unit: &Unit, spilled: &[bool]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut from = unit.accesses[0].step;
+    for (i, pair) in unit.accesses.windows(2).enumerate() {
+        if spilled[i] {
+            out.push((from, pair[0].step));
+            from = pair[1].step;
+        }
+    }
+    out.push((from, unit.accesses.last().map_or(from, |a| a.step)));
+    out
+}
+
+/// Offsets, largest units first, each at the lowest aligned offset clear of the placed units
+/// resident at a common step.
+fn place(problem: &Offload, units: &[Unit], spilled: &[Vec<bool>]) -> Vec<u64> {
+    let align = problem.alignment.max(1);
+    let spans: Vec<Vec<(usize, usize)>> = units
+        .iter()
+        .zip(spilled)
+        .map(|(u, s)| intervals(u, s))
+        .collect();
+    let meet = |a: &[(usize, usize)], b: &[(usize, usize)]| {
+        a.iter().any(|x| b.iter().any(|y| x.0 <= y.1 && y.0 <= x.1))
+    };
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&u| (std::cmp::Reverse(units[u].size), units[u].accesses[0].step));
+    let mut offsets = vec![0; units.len()];
+    let mut placed: Vec<usize> = Vec::new();
+    for u in order {
+        let mut taken: Vec<(u64, u64)> = placed
+            .iter()
+            .filter(|&&p| meet(&spans[u], &spans[p]))
+            .map(|&p| (offsets[p], offsets[p] + units[p].size))
+            .collect();
+        taken.sort_unstable();
+        let mut at = 0u64;
+        for (start, end) in taken {
+            if start >= at + units[u].size {
+                break;
+            }
+            at = at.max(end.next_multiple_of(align));
+        }
+        offsets[u] = at;
+        placed.push(u);
+    }
+    offsets
+}
+
+/// Per-object stays from the units' intervals and offsets.
+fn stays(problem: &Offload, units: &[Unit], spilled: &[Vec<bool>], offsets: &[u64]) -> Residency {
+    let mut stays = vec![Vec::new(); problem.objects.len()];
+    for (u, unit) in units.iter().enumerate() {
+        for (from, to) in intervals(unit, &spilled[u]) {
+            for &(m, inner) in &unit.members {
+                let object = &problem.objects[m];
+                let (from, to) = (from.max(object.first()), to.min(object.last()));
+                if from <= to {
+                    stays[m].push(Stay {
+                        from,
+                        to,
+                        offset: offsets[u] + inner,
+                    });
+                }
+            }
+        }
+    }
+    Residency { stays }
+}

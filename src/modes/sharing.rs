@@ -1,0 +1,98 @@
+//! S5 on a model: the partition's marks adjust the DSA problem before it is solved (buffers
+//! stored quantised shrink; each buffer is padded to the alignment of every unit touching it;
+//! offsets use the least common multiple of all of them), then label the table's tensors.
+
+use anyhow::Result;
+
+use super::partition::{Marks, Partition, Side, lcm, mark};
+use crate::emit::{PartitionInfo, Table, UnitInfo};
+use crate::input_error;
+use crate::ir::{DType, Graph};
+use crate::liveness::Liveness;
+use crate::plan::Problem;
+
+/// What the partition decided, kept for labelling the table.
+pub struct Shared {
+    partition: Partition,
+    marks: Marks,
+    /// Per tensor of the analysis, the quantised storage it got.
+    stored: Vec<Option<(DType, u64)>>,
+}
+
+/// Marks the graph and adjusts `problem` (one buffer per buffer of `liveness`).
+pub fn prepare(
+    graph: &Graph,
+    liveness: &Liveness,
+    partition: &Partition,
+    alignment: u64,
+    problem: &mut Problem,
+) -> Result<Shared> {
+    let marks = mark(graph, partition, alignment).map_err(|e| input_error!("--partition: {e}"))?;
+    let mark_of = |t: usize| marks.values[liveness.tensors[t].value].as_ref();
+    let stored: Vec<Option<(DType, u64)>> = (0..liveness.tensors.len())
+        .map(|t| {
+            let alone =
+                liveness.buffer_of[t].is_some_and(|b| liveness.buffers[b].members.len() == 1);
+            let own = liveness.sharing[t].is_none();
+            mark_of(t).and_then(|m| m.stored).filter(|_| alone && own)
+        })
+        .collect();
+    let mut all = alignment.max(1);
+    for (b, buffer) in liveness.buffers.iter().enumerate() {
+        let align = buffer
+            .members
+            .iter()
+            .filter_map(|&(t, _)| mark_of(t))
+            .fold(alignment.max(1), |a, m| lcm(a, m.alignment));
+        let bytes = buffer
+            .members
+            .iter()
+            .map(|&(t, at)| at + stored[t].map_or(liveness.tensors[t].bytes.unwrap_or(0), |s| s.1))
+            .max()
+            .unwrap_or(0);
+        problem.buffers[b].size = bytes.next_multiple_of(align);
+        all = lcm(all, align);
+    }
+    problem.alignment = all;
+    Ok(Shared {
+        partition: partition.clone(),
+        marks,
+        stored,
+    })
+}
+
+/// Labels the table's tensors (indexed like the analysis's) with units, sharing and storage.
+pub fn annotate(liveness: &Liveness, shared: &Shared, table: &mut Table) {
+    let name = |side: Side| match side {
+        Side::Host => "host".to_string(),
+        Side::Unit(u) => shared.partition.units[u].name.clone(),
+    };
+    for (t, entry) in table.tensors.iter_mut().enumerate() {
+        let Some(m) = shared.marks.values[liveness.tensors[t].value].as_ref() else {
+            continue;
+        };
+        let p = &mut entry.placement;
+        p.unit = Some(name(m.producer));
+        p.shared_with = m.shared_with.iter().map(|&s| name(s)).collect();
+        p.alignment = (m.alignment > table.options.alignment && entry.offset.is_some())
+            .then_some(m.alignment);
+        if let Some((dtype, bytes)) = shared.stored[t] {
+            p.stored_dtype = Some(dtype.name().to_string());
+            p.stored_bytes = Some(bytes);
+        }
+    }
+    table.partition = Some(PartitionInfo {
+        units: shared
+            .partition
+            .units
+            .iter()
+            .zip(&shared.marks.nodes_per_unit)
+            .map(|(u, &nodes)| UnitInfo {
+                name: u.name.clone(),
+                alignment: u.alignment,
+                quantize_outputs: u.quantize_outputs,
+                nodes,
+            })
+            .collect(),
+    });
+}

@@ -1,0 +1,204 @@
+//! Checks of the advanced modes' fields: tier capacities, unit alignments, quantised storage,
+//! and under a device budget the transfers (each names a placed tensor live across its gap and
+//! not read or written inside it) and the resident bytes of every step.
+
+use std::collections::HashMap;
+
+use crate::emit::Table;
+use crate::ir::{DType, Graph};
+
+/// Op types whose first input may be stored quantised.
+const QUANTIZERS: [&str; 4] = [
+    "QuantizeLinear",
+    "DynamicQuantizeLinear",
+    "FakeQuantize",
+    "FakeQuant",
+];
+
+/// For each table entry, the inclusive step ranges it waits in host memory.
+pub fn away_ranges(table: &Table, index: &HashMap<&str, usize>) -> Vec<Vec<(usize, usize)>> {
+    let mut away = vec![Vec::new(); table.tensors.len()];
+    for t in table.offload.iter().flat_map(|o| &o.transfers) {
+        if t.in_before > t.out_after + 1 {
+            for name in std::iter::once(&t.tensor).chain(&t.aliases) {
+                if let Some(&i) = index.get(name.as_str()) {
+                    away[i].push((t.out_after + 1, t.in_before - 1));
+                }
+            }
+        }
+    }
+    away
+}
+
+/// True when the entry waits in host memory at `step`.
+pub fn is_away(away: &[(usize, usize)], step: usize) -> bool {
+    away.iter().any(|&(a, b)| a <= step && step <= b)
+}
+
+/// Checks tiers, alignments, storage and transfers; `steps[node]` is the node's step.
+pub fn check_modes(
+    graph: &Graph,
+    table: &Table,
+    index: &HashMap<&str, usize>,
+    steps: &[usize],
+    problems: &mut Vec<String>,
+) {
+    for a in &table.arenas {
+        if let Some(t) = a.tier.as_ref().filter(|t| a.bytes > t.capacity) {
+            problems.push(format!(
+                "arena '{}' uses {} bytes, its tier holds {}",
+                a.name, a.bytes, t.capacity
+            ));
+        }
+    }
+    for e in &table.tensors {
+        if let (Some(align), Some(offset), None) = (e.placement.alignment, e.offset, e.alias_offset)
+            && !offset.is_multiple_of(align.max(1))
+        {
+            problems.push(format!(
+                "tensor '{}' offset {offset} is not a multiple of its units' {align}",
+                e.name
+            ));
+        }
+        if e.placement.stored_bytes.is_some() || e.placement.stored_dtype.is_some() {
+            check_stored(graph, e, problems);
+        }
+    }
+    if table.offload.is_some() {
+        check_transfers(graph, table, index, steps, problems);
+    }
+}
+
+fn check_stored(graph: &Graph, e: &crate::emit::TensorEntry, problems: &mut Vec<String>) {
+    let Some(value) = graph.value(&e.name) else {
+        return;
+    };
+    let quantised_only = !value.is_output
+        && !value.consumers.is_empty()
+        && value
+            .consumers
+            .iter()
+            .all(|&c| QUANTIZERS.contains(&graph.nodes[c].op_type.as_str()));
+    let expected = e
+        .placement
+        .stored_dtype
+        .as_deref()
+        .and_then(DType::from_name)
+        .zip(value.tensor_type().and_then(|t| t.elements()))
+        .and_then(|(d, n)| d.bytes_for(n));
+    if !quantised_only || expected.is_none() || expected != e.placement.stored_bytes {
+        problems.push(format!(
+            "tensor '{}' is stored as {:?} ({:?} bytes), which only a tensor read solely by quantisation nodes may be ({expected:?} bytes)",
+            e.name, e.placement.stored_dtype, e.placement.stored_bytes
+        ));
+    }
+}
+
+fn check_transfers(
+    graph: &Graph,
+    table: &Table,
+    index: &HashMap<&str, usize>,
+    steps: &[usize],
+    problems: &mut Vec<String>,
+) {
+    let Some(offload) = &table.offload else {
+        return;
+    };
+    let last_step = table.schedule.len().saturating_sub(1);
+    for t in &offload.transfers {
+        for name in std::iter::once(&t.tensor).chain(&t.aliases) {
+            let Some(&i) = index.get(name.as_str()) else {
+                problems.push(format!("transfer of unknown tensor '{name}'"));
+                continue;
+            };
+            let e = &table.tensors[i];
+            if e.offset.is_none()
+                || t.out_after >= t.in_before
+                || t.out_after < e.first
+                || t.in_before > e.last
+            {
+                problems.push(format!(
+                    "transfer of '{name}' out after step {} and in before {} does not fit its placed lifetime {}:{}",
+                    t.out_after, t.in_before, e.first, e.last
+                ));
+                continue;
+            }
+            let Some(value) = graph.value(name) else {
+                continue;
+            };
+            let mut accesses: Vec<usize> = value
+                .producer
+                .iter()
+                .chain(&value.consumers)
+                .map(|&n| steps[n])
+                .collect();
+            if e.kind == "input" {
+                accesses.push(0);
+            }
+            if e.kind == "output" {
+                accesses.push(last_step);
+            }
+            if let Some(s) = accesses
+                .into_iter()
+                .find(|&s| s > t.out_after && s < t.in_before)
+            {
+                problems.push(format!(
+                    "tensor '{name}' is used at step {s} while it waits in host memory"
+                ));
+            }
+        }
+    }
+    let away = away_ranges(table, index);
+    for (i, ranges) in away.iter().enumerate() {
+        let mut sorted = ranges.clone();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0].1 >= w[1].0) {
+            problems.push(format!(
+                "tensor '{}' has overlapping transfers",
+                table.tensors[i].name
+            ));
+        }
+    }
+    let arenas: u64 = table.arenas.iter().map(|a| a.bytes).sum();
+    if arenas > offload.budget {
+        problems.push(format!(
+            "the arenas take {arenas} bytes, over the budget of {}",
+            offload.budget
+        ));
+    }
+    let mut resident: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); table.schedule.len()];
+    for (i, e) in table.tensors.iter().enumerate() {
+        let (Some(arena), Some(offset)) = (e.arena, e.offset) else {
+            continue;
+        };
+        let span = resident
+            .iter_mut()
+            .enumerate()
+            .take(e.last.min(last_step) + 1)
+            .skip(e.first);
+        for (step, list) in span {
+            if !is_away(&away[i], step) {
+                list.push((arena, offset, offset + e.extent()));
+            }
+        }
+    }
+    for (step, mut list) in resident.into_iter().enumerate() {
+        list.sort_unstable();
+        let (mut total, mut at) = (0u64, (usize::MAX, 0u64));
+        for (arena, start, end) in list {
+            let from = if arena == at.0 {
+                start.max(at.1)
+            } else {
+                start
+            };
+            total += end.saturating_sub(from);
+            at = (arena, if arena == at.0 { at.1.max(end) } else { end });
+        }
+        if total > offload.budget {
+            problems.push(format!(
+                "step {step} keeps {total} bytes resident, over the budget of {}",
+                offload.budget
+            ));
+        }
+    }
+}
