@@ -56,6 +56,14 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     })?;
     tmp.write_all(contents)
         .with_context(|| format!("writing {}", path.display()))?;
+    // Temporary files are private (0600); the result gets an ordinary file's permissions.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("setting permissions of {}", path.display()))?;
+    }
     tmp.persist(path)
         .map_err(|e| input_error!("{}: cannot write: {}", path.display(), e.error))?;
     Ok(())
