@@ -54,6 +54,7 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
     }
     let last_step = order.len().saturating_sub(1);
     let mut unsized_tensors = Vec::new();
+    let mut first_unsized = None;
     let mut symbols = Vec::new();
     let mut tensors = Vec::with_capacity(graph.values.len());
     for (id, value) in graph.values.iter().enumerate() {
@@ -96,6 +97,7 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
                                 symbols.push(s.clone());
                             }
                         }
+                        first_unsized.get_or_insert(id);
                         unsized_tensors.push(format!(
                             "'{}' ({})",
                             value.name,
@@ -108,6 +110,7 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
             Some(_) => None,
             None if kind == TensorKind::Constant => None,
             None => {
+                first_unsized.get_or_insert(id);
                 unsized_tensors.push(format!("'{}' (type unknown)", value.name));
                 None
             }
@@ -133,8 +136,15 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
         } else {
             String::new()
         };
+        let origin = first_unsized
+            .and_then(|v| graph.values[v].producer)
+            .map(|p| format!(" (the first comes from {})", graph.nodes[p].label(p)))
+            .unwrap_or_default();
         let hint = if symbols.is_empty() {
-            "their sizes depend on values known only at run time; bind input shapes with --input-shape NAME=1x3x224x224".to_string()
+            format!(
+                "their sizes depend on values known only at run time{origin}, so no static plan exists; \
+                 fix the inputs that decide them with --input-shape NAME=AxB or --dim NAME=N"
+            )
         } else {
             let flags: Vec<String> = symbols.iter().map(|s| format!("--dim {s}=N")).collect();
             format!(
