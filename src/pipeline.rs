@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::emit::{self, ModelInfo, Stats, Table, TableOptions};
 use crate::infer::{InferOptions, InferReport, infer_model};
 use crate::ir::Model;
-use crate::liveness::{Liveness, LivenessOptions, analyse};
+use crate::liveness::{Liveness, LivenessOptions, analyse_best};
 use crate::onnx::{decode_model, load_model, proto::ModelProto};
 use crate::plan::{self, PlanOptions, PlannerChoice, Problem};
 use crate::{bail_input, schedule, verify};
@@ -142,19 +142,22 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
     let graph = &model.graph;
     let alignment = options.liveness.alignment.max(1);
     let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
-    let mut bound_of = |order: &[usize]| -> Result<u64> {
-        let liveness = analyse(graph, order.to_vec(), options.liveness)?;
-        Ok(plan::max_live_bound(&problem_of(&liveness, alignment)))
-    };
-    let stored_bound = bound_of(&stored).map_err(|e| prefix(path, e))?;
-    let (order, method) = match options.schedule {
-        ScheduleChoice::Stored => (stored, "stored"),
+    let bound = |l: &Liveness| plan::max_live_bound(&problem_of(l, alignment));
+    let best_liveness = |order: &[usize]| analyse_best(graph, order, options.liveness, &bound);
+    let stored_liveness = best_liveness(&stored).map_err(|e| prefix(path, e))?;
+    let stored_bound = bound(&stored_liveness);
+    let (liveness, method) = match options.schedule {
+        ScheduleChoice::Stored => (stored_liveness, "stored"),
         ScheduleChoice::Memory => {
-            let (best, _) = schedule::memory_order(graph, &stored, &mut bound_of)?;
-            (best.order, best.method)
+            let mut score = |order: &[usize]| best_liveness(order).map(|l| bound(&l));
+            let (best, _) = schedule::memory_order(graph, &stored, &mut score)?;
+            if best.method == "stored" {
+                (stored_liveness, "stored")
+            } else {
+                (best_liveness(&best.order)?, best.method)
+            }
         }
     };
-    let liveness = analyse(graph, order, options.liveness).map_err(|e| prefix(path, e))?;
     let mut problem = problem_of(&liveness, alignment);
     let shared = crate::modes::prepare(graph, &liveness, &options.modes, &mut problem)?;
 

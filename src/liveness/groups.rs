@@ -90,6 +90,16 @@ impl Liveness {
 
 /// Computes lifetimes under `order` and groups tensors into buffers.
 pub fn analyse(graph: &Graph, order: Vec<NodeId>, options: LivenessOptions) -> Result<Liveness> {
+    analyse_with(graph, order, options, &|_| true)
+}
+
+/// Like [`analyse`], but Concat/Split slice aliases are formed only at nodes `slices` accepts.
+pub fn analyse_with(
+    graph: &Graph,
+    order: Vec<NodeId>,
+    options: LivenessOptions,
+    slices: &dyn Fn(NodeId) -> bool,
+) -> Result<Liveness> {
     let tensors = lifetimes(graph, &order)?;
     let mut tensor_of: Vec<Option<usize>> = vec![None; graph.values.len()];
     for (i, t) in tensors.iter().enumerate() {
@@ -132,8 +142,12 @@ pub fn analyse(graph: &Graph, order: Vec<NodeId>, options: LivenessOptions) -> R
                 grouping.try_inplace(node_id, step, candidates)
             }
             ReuseRule::Alias if options.alias => grouping.try_alias(node_id),
-            ReuseRule::ConcatSlices if options.alias => grouping.try_concat(node_id),
-            ReuseRule::SplitSlices if options.alias => grouping.try_split(node_id),
+            ReuseRule::ConcatSlices if options.alias && slices(node_id) => {
+                grouping.try_concat(node_id)
+            }
+            ReuseRule::SplitSlices if options.alias && slices(node_id) => {
+                grouping.try_split(node_id)
+            }
             _ => {}
         }
     }
