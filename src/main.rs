@@ -22,6 +22,8 @@ enum Command {
     Shapes(cli::shapes::ShapesArgs),
     /// Check an allocation table against its model.
     Verify(cli::verify::VerifyArgs),
+    /// Plan a raw DSA problem (MiniMalloc CSV: id,lower,upper,size).
+    Solve(cli::solve::SolveArgs),
     /// Check shape inference against the ONNX node tests' recorded outputs.
     Conformance(cli::conformance::ConformanceArgs),
 }
@@ -33,6 +35,7 @@ fn main() {
         Command::Shapes(args) => cli::shapes::run(args),
         Command::Verify(args) => cli::verify::run(args),
         Command::Conformance(args) => cli::conformance::run(args),
+        Command::Solve(args) => cli::solve::run(args),
     };
     let code = match result {
         Ok(code) => code,

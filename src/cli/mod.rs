@@ -5,4 +5,5 @@ pub mod conformance;
 pub mod modes;
 pub mod plan;
 pub mod shapes;
+pub mod solve;
 pub mod verify;
