@@ -158,7 +158,8 @@ def make_feeds(model, shapes, seed, int_high=None) -> dict[str, np.ndarray]:
             a = rng.standard_normal(size=shape).astype(dt)
         else:
             a = np.zeros(shape, dtype=dt)
-        feeds[name] = np.ascontiguousarray(a)
+        # np.ascontiguousarray would turn a 0-d scalar into shape (1,)
+        feeds[name] = np.array(a, order="C")
     return feeds
 
 

@@ -133,8 +133,12 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         std::fs::read(path)
             .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?,
     );
-    let sha256 = hex(&Sha256::digest(&bytes));
-    let (original, model, report) = type_model(path, decode_model(path, bytes)?, &options.infer)?;
+    // Hash the file on another core while it is decoded, lowered and typed.
+    let (sha256, typed) = rayon::join(
+        || hex(&Sha256::digest(&bytes)),
+        || type_model(path, decode_model(path, bytes.clone())?, &options.infer),
+    );
+    let (original, model, report) = typed?;
     let graph = &model.graph;
     let alignment = options.liveness.alignment.max(1);
     let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;

@@ -89,6 +89,21 @@ const BINARY_OPS: &[&str] = &[
     "Xor",
 ];
 
+/// Default-domain row-wise operators: output 0 has input 0's shape and each row of the output
+/// depends only on the same row of the input. Their kernels finish reading a row (max, sum,
+/// mean, variance) before writing it at the same positions, so they can run in place.
+const ROWWISE_OPS: &[&str] = &[
+    "Softmax",
+    "LogSoftmax",
+    "LayerNormalization",
+    "InstanceNormalization",
+    "GroupNormalization",
+    "LpNormalization",
+    "MeanVarianceNormalization",
+    "RMSNormalization",
+    "SimplifiedLayerNormalization",
+];
+
 /// Default-domain operators whose output 0 is a reinterpretation of input 0.
 const ALIAS_OPS: &[&str] = &[
     "Reshape",
@@ -99,8 +114,18 @@ const ALIAS_OPS: &[&str] = &[
     "Dropout",
 ];
 
-/// `com.microsoft` elementwise operators (onnxruntime's fusions).
-const MS_UNARY_OPS: &[&str] = &["FastGelu", "Gelu", "QuickGelu", "BiasGelu"];
+/// `com.microsoft` elementwise and row-wise operators (onnxruntime's fusions) that may
+/// overwrite input 0.
+const MS_UNARY_OPS: &[&str] = &[
+    "FastGelu",
+    "Gelu",
+    "QuickGelu",
+    "BiasGelu",
+    "BiasAdd",
+    "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization",
+    "SimplifiedLayerNormalization",
+];
 
 /// The sharing rule of a node: the operator's rule, except that Dropout is an alias only in
 /// inference mode (no `training_mode` input, or a constant false one).
@@ -125,7 +150,7 @@ pub fn node_rule(graph: &Graph, node: &Node) -> ReuseRule {
 pub fn reuse_rule(domain: &str, op_type: &str) -> ReuseRule {
     match domain {
         "" => {
-            if UNARY_OPS.contains(&op_type) {
+            if UNARY_OPS.contains(&op_type) || ROWWISE_OPS.contains(&op_type) {
                 ReuseRule::InPlace(UNARY)
             } else if BINARY_OPS.contains(&op_type) {
                 ReuseRule::InPlace(BINARY)
@@ -191,6 +216,7 @@ mod tests {
     #[test]
     fn table_lookups() {
         assert_eq!(reuse_rule("", "Relu"), ReuseRule::InPlace(&[0]));
+        assert_eq!(reuse_rule("", "Softmax"), ReuseRule::InPlace(&[0]));
         assert_eq!(reuse_rule("", "Reshape"), ReuseRule::Alias);
         assert_eq!(reuse_rule("", "Conv"), ReuseRule::None);
         assert_eq!(reuse_rule("custom", "Relu"), ReuseRule::None);
