@@ -26,7 +26,7 @@ pub struct ModeOptions {
     pub budget: Option<u64>,
     /// Compute units (partition mode).
     pub partition: Option<Partition>,
-    /// Limits of the offload search.
+    /// Limits of the offload search (its time limit bounds the hierarchy search too).
     pub offload: offload::Options,
 }
 
@@ -58,7 +58,14 @@ pub fn finish(
         sharing::annotate(liveness, shared, table);
     }
     if !modes.tiers.is_empty() {
-        let plan = plan_tiers(graph, &liveness.order, options, &modes.tiers, modes.segment)?;
+        let plan = plan_tiers(
+            graph,
+            &liveness.order,
+            options,
+            &modes.tiers,
+            modes.segment,
+            modes.offload.time_limit,
+        )?;
         table.arenas = plan.arenas;
         table.tensors = plan.tensors;
         table.hierarchy = Some(plan.info);
