@@ -214,6 +214,7 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         options.liveness,
         &options.modes,
         shared,
+        &solution.offsets,
         &mut table,
     )
     .map_err(|e| prefix(path, e))?;

@@ -164,3 +164,116 @@ fn bad_partitions_are_input_errors() {
         assert!(err.contains(needle), "{err}");
     }
 }
+
+/// y = If(cond, then: Sigmoid(Relu(x)), else: Tanh(x)) over 1×256 floats. The branches are
+/// planned as their own level: then needs 2048 bytes (its Relu output and its result live
+/// together), else 1024, so the If node gets a 2048-byte workspace at its step, clear of x,
+/// cond and y.
+#[test]
+fn subgraphs_are_planned_level_by_level() {
+    use onnx_memplan::onnx::proto::{AttributeProto, attribute_proto::AttributeType};
+    let branch = |name: &str, nodes, out: &str| GraphProto {
+        name: Some(name.into()),
+        node: nodes,
+        output: vec![float_info(out, &[1, 256])],
+        ..Default::default()
+    };
+    let then_branch = branch(
+        "then",
+        vec![
+            node("Relu", &["x"], &["t1"]),
+            node("Sigmoid", &["t1"], &["then_out"]),
+        ],
+        "then_out",
+    );
+    let else_branch = branch(
+        "else",
+        vec![node("Tanh", &["x"], &["else_out"])],
+        "else_out",
+    );
+    let mut iff = node("If", &["cond"], &["y"]);
+    for (name, g) in [("then_branch", then_branch), ("else_branch", else_branch)] {
+        iff.attribute.push(AttributeProto {
+            name: Some(name.into()),
+            r#type: Some(AttributeType::Graph as i32),
+            g: Some(g),
+            ..Default::default()
+        });
+    }
+    let mut cond = float_info("cond", &[]);
+    if let Some(onnx_memplan::onnx::proto::type_proto::Value::TensorType(t)) =
+        cond.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(9);
+    }
+    let m = model(GraphProto {
+        name: Some("if".into()),
+        node: vec![iff],
+        input: vec![cond, float_info("x", &[1, 256])],
+        output: vec![float_info("y", &[1, 256])],
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("if.onnx");
+    write_model(&m, &path);
+    let partition = dir.path().join("units.json");
+    std::fs::write(&partition, r#"{"units":[{"name":"cpu","alignment":64}]}"#).unwrap();
+    let out = dir.path().join("if.memplan.onnx");
+    let run = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--partition",
+        partition.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table_path = dir.path().join("if.memplan.json");
+    let table: Table =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let p = table.partition.as_ref().unwrap();
+    assert!(p.unplanned.is_empty(), "{:?}", p.unplanned);
+    let w = &p.workspaces[0];
+    assert_eq!((w.node, w.step, w.bytes), (0, 0, 2048));
+    let bytes: Vec<(&str, u64, usize)> = w
+        .bodies
+        .iter()
+        .map(|b| (b.attribute.as_str(), b.bytes, b.tensors.len()))
+        .collect();
+    assert_eq!(
+        bytes,
+        vec![("then_branch", 2048, 2), ("else_branch", 1024, 1)]
+    );
+    // x (1024) + y (1024) + cond (64) + the workspace (2048), all live at step 0.
+    assert_eq!(table.arenas[0].bytes, 1024 + 1024 + 64 + 2048);
+    let verify = run_cli(&[
+        "verify",
+        path.to_str().unwrap(),
+        table_path.to_str().unwrap(),
+    ]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+
+    // Moving the workspace onto x is caught.
+    let mut tampered = table.clone();
+    let x = tampered
+        .tensors
+        .iter()
+        .find(|t| t.name == "x")
+        .unwrap()
+        .offset
+        .unwrap();
+    tampered.partition.as_mut().unwrap().workspaces[0].offset = x;
+    let bad = dir.path().join("tampered.json");
+    std::fs::write(&bad, serde_json::to_string(&tampered).unwrap()).unwrap();
+    let verify = run_cli(&["verify", path.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("shares bytes with the workspace"));
+}

@@ -45,17 +45,18 @@ pub fn prepare(
         .transpose()
 }
 
-/// Rewrites the flat plan's table for the chosen mode.
+/// Rewrites the flat plan's table for the chosen mode; `offsets` is the solved problem's.
 pub fn finish(
     graph: &Graph,
     liveness: &Liveness,
     options: LivenessOptions,
     modes: &ModeOptions,
     shared: Option<Shared>,
+    offsets: &[u64],
     table: &mut Table,
 ) -> Result<()> {
     if let Some(shared) = &shared {
-        sharing::annotate(liveness, shared, table);
+        sharing::annotate(liveness, shared, offsets, table);
     }
     if !modes.tiers.is_empty() {
         let plan = plan_tiers(
