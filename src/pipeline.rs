@@ -156,7 +156,7 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
     };
     let liveness = analyse(graph, order, options.liveness).map_err(|e| prefix(path, e))?;
     let mut problem = problem_of(&liveness, alignment);
-    let shared = crate::modes::prepare(graph, &liveness, &options.modes, &mut problem)?;
+    let shared = crate::modes::prepare(&model, &liveness, &options.modes, &mut problem)?;
 
     let plan_started = Instant::now();
     let plan_options = PlanOptions {

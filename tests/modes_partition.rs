@@ -277,3 +277,82 @@ fn subgraphs_are_planned_level_by_level() {
     assert_eq!(verify.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&verify.stdout).contains("shares bytes with the workspace"));
 }
+
+/// y = ReluSig(x), a model-local function whose body is Relu then Sigmoid: the call's body is
+/// instantiated and planned as its own level. Its input and output are the caller's x and y,
+/// so only the Relu result t (1024 bytes) needs the workspace.
+#[test]
+fn local_function_calls_are_planned_level_by_level() {
+    use onnx_memplan::onnx::proto::{FunctionProto, OperatorSetIdProto};
+    let mut call = node("ReluSig", &["x"], &["y"]);
+    call.domain = Some("local".into());
+    let mut m = model(GraphProto {
+        name: Some("calls".into()),
+        node: vec![call],
+        input: vec![float_info("x", &[1, 256])],
+        output: vec![float_info("y", &[1, 256])],
+        ..Default::default()
+    });
+    let opset = |domain: &str, version| OperatorSetIdProto {
+        domain: Some(domain.into()),
+        version: Some(version),
+    };
+    m.opset_import.push(opset("local", 1));
+    m.functions.push(FunctionProto {
+        name: Some("ReluSig".into()),
+        domain: Some("local".into()),
+        input: vec!["X".into()],
+        output: vec!["Y".into()],
+        node: vec![
+            node("Relu", &["X"], &["t"]),
+            node("Sigmoid", &["t"], &["Y"]),
+        ],
+        opset_import: vec![opset("", 17)],
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.onnx");
+    write_model(&m, &path);
+    let partition = dir.path().join("units.json");
+    std::fs::write(&partition, r#"{"units":[{"name":"cpu","alignment":64}]}"#).unwrap();
+    let out = dir.path().join("calls.memplan.onnx");
+    let run = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--partition",
+        partition.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table_path = dir.path().join("calls.memplan.json");
+    let table: Table =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let p = table.partition.as_ref().unwrap();
+    assert!(p.unplanned.is_empty(), "{:?}", p.unplanned);
+    let w = &p.workspaces[0];
+    assert_eq!(
+        (w.bytes, w.bodies[0].attribute.as_str()),
+        (1024, "function:ReluSig")
+    );
+    let names: Vec<&str> = w.bodies[0]
+        .tensors
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(names, vec!["t"]);
+    let verify = run_cli(&[
+        "verify",
+        path.to_str().unwrap(),
+        table_path.to_str().unwrap(),
+    ]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

@@ -11,7 +11,7 @@ use super::partition::Partition;
 use super::sharing::{self, Shared};
 use super::tiers::plan_tiers;
 use crate::emit::{OffloadInfo, Table, main_arena, tensor_entries};
-use crate::ir::Graph;
+use crate::ir::{Graph, Model};
 use crate::liveness::{Liveness, LivenessOptions};
 use crate::plan::Problem;
 
@@ -32,7 +32,7 @@ pub struct ModeOptions {
 
 /// Partition mode: marks the graph and adjusts `problem` before it is solved.
 pub fn prepare(
-    graph: &Graph,
+    model: &Model,
     liveness: &Liveness,
     modes: &ModeOptions,
     problem: &mut Problem,
@@ -41,7 +41,7 @@ pub fn prepare(
     modes
         .partition
         .as_ref()
-        .map(|p| sharing::prepare(graph, liveness, p, alignment, problem))
+        .map(|p| sharing::prepare(model, liveness, p, alignment, problem))
         .transpose()
 }
 

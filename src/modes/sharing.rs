@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::partition::{Body, Marks, Partition, Side, Workspace, lcm, mark, plan_levels};
 use crate::emit::{BodyEntry, BodyTensor, PartitionInfo, Table, UnitInfo, WorkspaceEntry};
 use crate::input_error;
-use crate::ir::{DType, Graph};
+use crate::ir::{DType, Model};
 use crate::liveness::{Liveness, LivenessOptions};
 use crate::plan::{Buffer, Problem};
 
@@ -24,14 +24,16 @@ pub struct Shared {
     unplanned: Vec<String>,
 }
 
-/// Marks the graph and adjusts `problem` (one buffer per buffer of `liveness`).
+/// Marks the model's graph and adjusts `problem` (one buffer per buffer of `liveness`, then
+/// one per workspace).
 pub fn prepare(
-    graph: &Graph,
+    model: &Model,
     liveness: &Liveness,
     partition: &Partition,
     alignment: u64,
     problem: &mut Problem,
 ) -> Result<Shared> {
+    let graph = &model.graph;
     let marks = mark(graph, partition, alignment).map_err(|e| input_error!("--partition: {e}"))?;
     let mark_of = |t: usize| marks.values[liveness.tensors[t].value].as_ref();
     let stored: Vec<Option<(DType, u64)>> = (0..liveness.tensors.len())
@@ -70,7 +72,7 @@ pub fn prepare(
         include_io: true,
         alignment,
     };
-    let (planned, unplanned) = plan_levels(graph, body_options, &unit_alignment);
+    let (planned, unplanned) = plan_levels(model, graph, body_options, &unit_alignment);
     let mut step_of = vec![0; graph.nodes.len()];
     for (step, &n) in liveness.order.iter().enumerate() {
         step_of[n] = step;

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use crate::emit::{Table, WorkspaceEntry};
 use crate::ir::{DType, Graph, ValueKind};
+use crate::modes::partition::FUNCTION_BODY;
 
 /// Op types whose first input may be stored quantised.
 const QUANTIZERS: [&str; 4] = [
@@ -116,41 +117,48 @@ fn check_top_workspace(
 fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>) {
     let node = &graph.nodes[w.node];
     for b in &w.bodies {
-        let Some(sub) = node.subgraphs.iter().find(|s| s.attribute == b.attribute) else {
-            problems.push(format!(
-                "{} has no subgraph '{}'",
-                node.label(w.node),
-                b.attribute
-            ));
-            continue;
-        };
-        let body = &sub.graph;
         let what = format!("{} {}", node.label(w.node), b.attribute);
+        // A function call's body is instantiated by the planner; only its layout is checked.
+        let body = node
+            .subgraphs
+            .iter()
+            .find(|s| s.attribute == b.attribute)
+            .map(|s| &s.graph);
+        let call =
+            b.attribute == format!("{FUNCTION_BODY}{}", node.op_type) && node.subgraphs.is_empty();
+        if body.is_none() && !call {
+            problems.push(format!("{what}: no such subgraph or function call"));
+            continue;
+        }
         if b.bytes > w.bytes {
             problems.push(format!(
                 "{what}: {} bytes exceed the workspace's {}",
                 b.bytes, w.bytes
             ));
         }
-        for v in &body.values {
-            let constant = matches!(v.kind, ValueKind::Initializer | ValueKind::OuterScope)
-                || v.producer
-                    .is_some_and(|p| body.nodes[p].op_type == "Constant");
-            let sized = v.tensor_type().and_then(|t| t.bytes());
-            let listed = b.tensors.iter().filter(|t| t.name == v.name).count();
-            if !constant && sized.is_some() && listed != 1 {
-                problems.push(format!(
-                    "{what}: tensor '{}' is listed {listed} times",
-                    v.name
-                ));
+        if let Some(g) = body {
+            for v in &g.values {
+                let constant = matches!(v.kind, ValueKind::Initializer | ValueKind::OuterScope)
+                    || v.producer.is_some_and(|p| g.nodes[p].op_type == "Constant");
+                let sized = v.tensor_type().and_then(|t| t.bytes());
+                let listed = b.tensors.iter().filter(|t| t.name == v.name).count();
+                if !constant && sized.is_some() && listed != 1 {
+                    problems.push(format!(
+                        "{what}: tensor '{}' is listed {listed} times",
+                        v.name
+                    ));
+                }
             }
         }
         let mut spans: Vec<(usize, usize, u64, u64, String)> = Vec::new();
         for t in &b.tensors {
-            let bytes = body
-                .value(&t.name)
-                .and_then(|v| v.tensor_type())
-                .and_then(|ty| ty.bytes());
+            let bytes = match body {
+                Some(g) => g
+                    .value(&t.name)
+                    .and_then(|v| v.tensor_type())
+                    .and_then(|ty| ty.bytes()),
+                None => Some(t.bytes),
+            };
             if bytes != Some(t.bytes) || t.first > t.last || t.offset + t.bytes > b.bytes {
                 problems.push(format!(
                     "{what}: tensor '{}' has wrong bytes, lifetime or offset",
@@ -166,7 +174,7 @@ fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>
             ));
         }
         for n in &b.workspaces {
-            if n.node >= body.nodes.len() || n.offset + n.bytes > b.bytes {
+            if body.is_some_and(|g| n.node >= g.nodes.len()) || n.offset + n.bytes > b.bytes {
                 problems.push(format!(
                     "{what}: nested workspace of node {} is out of place",
                     n.node
@@ -180,7 +188,9 @@ fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>
                 n.offset + n.bytes,
                 format!("workspace of node {}", n.node),
             ));
-            check_workspace(body, n, problems);
+            if let Some(g) = body {
+                check_workspace(g, n, problems);
+            }
         }
         for (i, a) in spans.iter().enumerate() {
             for c in &spans[i + 1..] {

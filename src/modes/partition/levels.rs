@@ -1,11 +1,12 @@
-//! S5's levels: a node holding subgraphs (If branches, Loop and Scan bodies) is planned from
-//! the inside out. Each body is planned on its own (its tensors' lifetimes in its own steps,
+//! S5's levels: a node holding subgraphs (If branches, Loop and Scan bodies) or calling a
+//! model-local function is planned from the inside out. Each body is planned on its own (its tensors' lifetimes in its own steps,
 //! its nested bodies as workspaces at their nodes' steps); the node then needs a workspace as
 //! large as its largest body, live at the node's step in the enclosing level.
 
 use std::time::Duration;
 
-use crate::ir::{Graph, NodeId};
+use super::function::call_body;
+use crate::ir::{Graph, Model, NodeId};
 use crate::liveness::{LivenessOptions, analyse};
 use crate::plan::{self, Buffer, PlanOptions, Problem};
 use crate::schedule::topological_order;
@@ -34,37 +35,44 @@ pub struct Body {
     pub nested: Vec<(Workspace, usize, u64)>,
 }
 
-/// Plans every node of `graph` that holds subgraphs; `alignment_of(node)` is the alignment
-/// its unit needs. A body whose sizes are not all known is reported in the second list
-/// (node label: reason) and left unplanned.
+/// Prefix of the attribute name recorded for a function call's body.
+pub const FUNCTION_BODY: &str = "function:";
+
+/// Plans every node of `graph` that holds subgraphs or calls one of `model`'s functions (its
+/// body is recorded under the attribute `function:NAME`); `alignment_of(node)` is the
+/// alignment its unit needs. A body whose sizes are not all known is reported in the second
+/// list (node label: reason) and left unplanned.
 pub fn plan_levels(
+    model: &Model,
     graph: &Graph,
     options: LivenessOptions,
     alignment_of: &dyn Fn(NodeId) -> u64,
 ) -> (Vec<Workspace>, Vec<String>) {
     let mut planned = Vec::new();
     let mut skipped = Vec::new();
-    for (id, node) in graph
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| !n.subgraphs.is_empty())
-    {
+    for (id, node) in graph.nodes.iter().enumerate() {
         let alignment = alignment_of(id).max(1);
-        let bodies: Result<Vec<Body>, String> = node
-            .subgraphs
-            .iter()
-            .map(|s| {
-                plan_body(
-                    &s.graph,
-                    &s.attribute,
-                    LivenessOptions {
-                        alignment,
-                        ..options
-                    },
-                )
-            })
-            .collect();
+        let options = LivenessOptions {
+            alignment,
+            ..options
+        };
+        let bodies: Result<Vec<Body>, String> = match call_body(model, graph, node) {
+            Some(body) => body.and_then(|g| {
+                let name = format!("{FUNCTION_BODY}{}", node.op_type);
+                // The call's inputs and outputs are the caller's tensors: not in the body.
+                let inner = LivenessOptions {
+                    include_io: false,
+                    ..options
+                };
+                Ok(vec![plan_body(model, &g, &name, inner)?])
+            }),
+            None if node.subgraphs.is_empty() => continue,
+            None => node
+                .subgraphs
+                .iter()
+                .map(|s| plan_body(model, &s.graph, &s.attribute, options))
+                .collect(),
+        };
         match bodies {
             Ok(bodies) => planned.push(Workspace {
                 node: id,
@@ -77,14 +85,19 @@ pub fn plan_levels(
     (planned, skipped)
 }
 
-fn plan_body(body: &Graph, attribute: &str, options: LivenessOptions) -> Result<Body, String> {
+fn plan_body(
+    model: &Model,
+    body: &Graph,
+    attribute: &str,
+    options: LivenessOptions,
+) -> Result<Body, String> {
     let order = topological_order(body).map_err(|e| format!("{e:#}"))?;
     let liveness = analyse(body, order.clone(), options).map_err(|e| format!("{e:#}"))?;
     let mut step_of = vec![0; body.nodes.len()];
     for (step, &n) in order.iter().enumerate() {
         step_of[n] = step;
     }
-    let (inner, skipped) = plan_levels(body, options, &|_| options.alignment);
+    let (inner, skipped) = plan_levels(model, body, options, &|_| options.alignment);
     if let Some(reason) = skipped.first() {
         return Err(reason.clone());
     }
