@@ -159,7 +159,7 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         }
     };
     let mut problem = problem_of(&liveness, alignment);
-    let shared = crate::modes::prepare(graph, &liveness, &options.modes, &mut problem)?;
+    let shared = crate::modes::prepare(&model, &liveness, &options.modes, &mut problem)?;
 
     let plan_started = Instant::now();
     let plan_options = PlanOptions {
@@ -217,6 +217,7 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         options.liveness,
         &options.modes,
         shared,
+        &solution.offsets,
         &mut table,
     )
     .map_err(|e| prefix(path, e))?;

@@ -28,9 +28,9 @@ pub struct ModeArgs {
     /// memory between uses (S4), migrating as few bytes as found.
     #[arg(long, value_name = "BYTES", conflicts_with = "partition")]
     pub budget: Option<String>,
-    /// Seconds the budget search may take.
+    /// Seconds the hierarchy or budget search may take (the best plan so far is kept).
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
-    pub budget_time: f64,
+    pub search_time: f64,
     /// Compute units and node assignments (JSON; see `modes::partition`).
     #[arg(long, value_name = "FILE")]
     pub partition: Option<PathBuf>,
@@ -65,8 +65,8 @@ impl ModeArgs {
             }
             None => None,
         };
-        if !self.budget_time.is_finite() || self.budget_time < 0.0 {
-            bail_input!("--budget-time must be a number of seconds ≥ 0");
+        if !self.search_time.is_finite() || self.search_time < 0.0 {
+            bail_input!("--search-time must be a number of seconds ≥ 0");
         }
         Ok(ModeOptions {
             tiers,
@@ -74,7 +74,7 @@ impl ModeArgs {
             budget,
             partition,
             offload: offload::Options {
-                time_limit: std::time::Duration::from_secs_f64(self.budget_time),
+                time_limit: std::time::Duration::from_secs_f64(self.search_time),
                 ..offload::Options::default()
             },
         })

@@ -46,6 +46,7 @@ pub fn render_html(table: &Table, summary: &str, colour: ColourBy) -> String {
     out.push_str(&render_svg(table, colour));
     out.push_str("</div>\n");
     transfers(&mut out, table);
+    workspaces(&mut out, table);
     tensors(&mut out, table);
     out.push_str("</body></html>\n");
     out
@@ -127,6 +128,48 @@ fn transfers(out: &mut String, table: &Table) {
         );
     }
     out.push_str("</table></div>\n");
+}
+
+fn workspaces(out: &mut String, table: &Table) {
+    let Some(p) = table
+        .partition
+        .as_ref()
+        .filter(|p| !p.workspaces.is_empty() || !p.unplanned.is_empty())
+    else {
+        return;
+    };
+    out.push_str("<h2>Subgraph workspaces</h2>\n<table><tr><th>node</th><th>step</th><th>offset</th><th>bytes</th><th>bodies</th></tr>\n");
+    for w in &p.workspaces {
+        let bodies: Vec<String> = w
+            .bodies
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} ({} tensors, {} bytes)",
+                    b.attribute,
+                    b.tensors.len(),
+                    b.bytes
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            w.node,
+            w.step,
+            w.offset,
+            w.bytes,
+            escape(&bodies.join("; "))
+        );
+    }
+    for u in &p.unplanned {
+        let _ = writeln!(
+            out,
+            "<tr><td colspan=\"5\">not planned: {}</td></tr>",
+            escape(u)
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 fn tensors(out: &mut String, table: &Table) {

@@ -11,6 +11,7 @@ pub use build::{main_arena, naive_bytes, tensor_entries};
 pub use html::render_html;
 pub use svg::{ColourBy, render_svg};
 pub use table::{
-    Arena, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo, PartitionInfo, Stats, Table,
-    TableOptions, TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement,
+    Arena, BodyEntry, BodyTensor, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo, PartitionInfo,
+    Stats, Table, TableOptions, TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement,
+    WorkspaceEntry,
 };

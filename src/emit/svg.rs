@@ -48,7 +48,7 @@ pub fn render_svg(table: &Table, colour: ColourBy) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">"#
     );
     out.push_str(
-        r##"<style>.t rect{stroke:#ffffff;stroke-width:0.4}.t rect:hover{stroke:#000;stroke-width:1.5}.ax{stroke:#444;stroke-width:1}.grid{stroke:#e6e6e6;stroke-width:1}.lb{stroke:#d62728;stroke-width:1.5;stroke-dasharray:6 4}.cap{stroke:#555;stroke-width:1.2;stroke-dasharray:2 3}.live{fill:none;stroke:#333;stroke-width:1;stroke-opacity:0.6}.away{fill:none;stroke:#888;stroke-width:0.8;stroke-dasharray:3 2}.shared{fill:none;stroke:#222;stroke-width:1.4}</style>"##,
+        r##"<style>.t rect{stroke:#ffffff;stroke-width:0.4}.t rect:hover{stroke:#000;stroke-width:1.5}.ax{stroke:#444;stroke-width:1}.grid{stroke:#e6e6e6;stroke-width:1}.lb{stroke:#d62728;stroke-width:1.5;stroke-dasharray:6 4}.cap{stroke:#555;stroke-width:1.2;stroke-dasharray:2 3}.live{fill:none;stroke:#333;stroke-width:1;stroke-opacity:0.6}.away{fill:none;stroke:#888;stroke-width:0.8;stroke-dasharray:3 2}.shared{fill:none;stroke:#222;stroke-width:1.4}.ws{fill:#d9d9d9;stroke:#555;stroke-width:1;stroke-dasharray:4 2}</style>"##,
     );
     out.push_str(r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
     let _ = write!(
@@ -117,6 +117,9 @@ pub fn render_svg(table: &Table, colour: ColourBy) -> String {
         );
         panel.axes(&mut out);
         panel.rects(&mut out, table, &members, colour, p);
+        if arena.id == 0 {
+            panel.workspaces(&mut out, table);
+        }
         panel.live_line(&mut out, &live);
         if bound > 0 {
             panel.level(
@@ -251,6 +254,28 @@ impl Panel {
         out.push_str("</g>");
         out.push_str(&outlines);
         let _ = write!(out, r#"<g pointer-events="none">{labels}</g>"#);
+    }
+
+    /// The workspaces of nodes holding subgraphs (partition mode), hatched grey.
+    fn workspaces(&self, out: &mut String, table: &Table) {
+        for w in table.partition.iter().flat_map(|p| &p.workspaces) {
+            let (x0, y0) = (self.x(w.step), self.y(w.offset + w.bytes));
+            let width = (self.x(w.step + 1) - x0).max(0.8);
+            let height = (self.y(w.offset) - y0).max(0.8);
+            let bodies: Vec<&str> = w.bodies.iter().map(|b| b.attribute.as_str()).collect();
+            let _ = write!(
+                out,
+                r#"<rect class="ws" x="{x0:.2}" y="{y0:.2}" width="{width:.2}" height="{height:.2}"><title>{}</title></rect>"#,
+                escape(&format!(
+                    "workspace of node {} at step {}: {} bytes at offset {} ({})",
+                    w.node,
+                    w.step,
+                    w.bytes,
+                    w.offset,
+                    bodies.join(", ")
+                ))
+            );
+        }
     }
 
     /// Bytes live at each step, as a stepped line.

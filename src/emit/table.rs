@@ -150,11 +150,61 @@ impl Transfer {
     }
 }
 
-/// The compute units of a partition.
+/// The compute units of a partition, and the subgraphs planned level by level.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PartitionInfo {
     /// The units, by name.
     pub units: Vec<UnitInfo>,
+    /// Workspaces of the nodes holding subgraphs (If, Loop, Scan), in the arena.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workspaces: Vec<WorkspaceEntry>,
+    /// Nodes whose subgraphs could not be planned, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unplanned: Vec<String>,
+}
+
+/// The bytes a node holding subgraphs needs while it runs, and the plans of its subgraphs.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct WorkspaceEntry {
+    /// Index of the node in its graph's `node` list.
+    pub node: usize,
+    /// The node's step in its graph.
+    pub step: usize,
+    /// Offset: absolute in arena 0 at the top level, else from the enclosing body's start.
+    pub offset: u64,
+    /// Bytes reserved.
+    pub bytes: u64,
+    /// One plan per subgraph attribute; each starts at `offset`.
+    pub bodies: Vec<BodyEntry>,
+}
+
+/// The plan of one subgraph (no in-place or alias sharing inside it).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BodyEntry {
+    /// The attribute holding it (`then_branch`, `body`, ...).
+    pub attribute: String,
+    /// Bytes its plan needs.
+    pub bytes: u64,
+    /// Its tensors, offsets from the workspace start, steps in the body's own order.
+    pub tensors: Vec<BodyTensor>,
+    /// Workspaces of its own nodes holding subgraphs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workspaces: Vec<WorkspaceEntry>,
+}
+
+/// One tensor of a subgraph.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BodyTensor {
+    /// Tensor name.
+    pub name: String,
+    /// Bytes.
+    pub bytes: u64,
+    /// First step live (in the body).
+    pub first: usize,
+    /// Last step live.
+    pub last: usize,
+    /// Offset from the workspace start.
+    pub offset: u64,
 }
 
 /// One compute unit's rules.

@@ -11,7 +11,7 @@ use super::partition::Partition;
 use super::sharing::{self, Shared};
 use super::tiers::plan_tiers;
 use crate::emit::{OffloadInfo, Table, main_arena, tensor_entries};
-use crate::ir::Graph;
+use crate::ir::{Graph, Model};
 use crate::liveness::{Liveness, LivenessOptions};
 use crate::plan::Problem;
 
@@ -26,13 +26,13 @@ pub struct ModeOptions {
     pub budget: Option<u64>,
     /// Compute units (partition mode).
     pub partition: Option<Partition>,
-    /// Limits of the offload search.
+    /// Limits of the offload search (its time limit bounds the hierarchy search too).
     pub offload: offload::Options,
 }
 
 /// Partition mode: marks the graph and adjusts `problem` before it is solved.
 pub fn prepare(
-    graph: &Graph,
+    model: &Model,
     liveness: &Liveness,
     modes: &ModeOptions,
     problem: &mut Problem,
@@ -41,24 +41,32 @@ pub fn prepare(
     modes
         .partition
         .as_ref()
-        .map(|p| sharing::prepare(graph, liveness, p, alignment, problem))
+        .map(|p| sharing::prepare(model, liveness, p, alignment, problem))
         .transpose()
 }
 
-/// Rewrites the flat plan's table for the chosen mode.
+/// Rewrites the flat plan's table for the chosen mode; `offsets` is the solved problem's.
 pub fn finish(
     graph: &Graph,
     liveness: &Liveness,
     options: LivenessOptions,
     modes: &ModeOptions,
     shared: Option<Shared>,
+    offsets: &[u64],
     table: &mut Table,
 ) -> Result<()> {
     if let Some(shared) = &shared {
-        sharing::annotate(liveness, shared, table);
+        sharing::annotate(liveness, shared, offsets, table);
     }
     if !modes.tiers.is_empty() {
-        let plan = plan_tiers(graph, &liveness.order, options, &modes.tiers, modes.segment)?;
+        let plan = plan_tiers(
+            graph,
+            &liveness.order,
+            options,
+            &modes.tiers,
+            modes.segment,
+            modes.offload.time_limit,
+        )?;
         table.arenas = plan.arenas;
         table.tensors = plan.tensors;
         table.hierarchy = Some(plan.info);

@@ -1,15 +1,16 @@
 //! S5 on a model: the partition's marks adjust the DSA problem before it is solved (buffers
 //! stored quantised shrink; each buffer is padded to the alignment of every unit touching it;
-//! offsets use the least common multiple of all of them), then label the table's tensors.
+//! offsets use the least common multiple of all of them; nodes holding subgraphs get a
+//! workspace planned level by level), then label the table's tensors.
 
 use anyhow::Result;
 
-use super::partition::{Marks, Partition, Side, lcm, mark};
-use crate::emit::{PartitionInfo, Table, UnitInfo};
+use super::partition::{Body, Marks, Partition, Side, Workspace, lcm, mark, plan_levels};
+use crate::emit::{BodyEntry, BodyTensor, PartitionInfo, Table, UnitInfo, WorkspaceEntry};
 use crate::input_error;
-use crate::ir::{DType, Graph};
-use crate::liveness::Liveness;
-use crate::plan::Problem;
+use crate::ir::{DType, Model};
+use crate::liveness::{Liveness, LivenessOptions};
+use crate::plan::{Buffer, Problem};
 
 /// What the partition decided, kept for labelling the table.
 pub struct Shared {
@@ -17,16 +18,22 @@ pub struct Shared {
     marks: Marks,
     /// Per tensor of the analysis, the quantised storage it got.
     stored: Vec<Option<(DType, u64)>>,
+    /// Workspaces of nodes holding subgraphs, appended to the problem after the buffers.
+    workspaces: Vec<(Workspace, usize)>,
+    /// Nodes whose subgraphs could not be planned.
+    unplanned: Vec<String>,
 }
 
-/// Marks the graph and adjusts `problem` (one buffer per buffer of `liveness`).
+/// Marks the model's graph and adjusts `problem` (one buffer per buffer of `liveness`, then
+/// one per workspace).
 pub fn prepare(
-    graph: &Graph,
+    model: &Model,
     liveness: &Liveness,
     partition: &Partition,
     alignment: u64,
     problem: &mut Problem,
 ) -> Result<Shared> {
+    let graph = &model.graph;
     let marks = mark(graph, partition, alignment).map_err(|e| input_error!("--partition: {e}"))?;
     let mark_of = |t: usize| marks.values[liveness.tensors[t].value].as_ref();
     let stored: Vec<Option<(DType, u64)>> = (0..liveness.tensors.len())
@@ -53,16 +60,53 @@ pub fn prepare(
         problem.buffers[b].size = bytes.next_multiple_of(align);
         all = lcm(all, align);
     }
+    let unit_alignment = |n: usize| {
+        lcm(
+            alignment.max(1),
+            partition.units[marks.node_unit[n]].alignment,
+        )
+    };
+    let body_options = LivenessOptions {
+        inplace: false,
+        alias: false,
+        include_io: true,
+        alignment,
+    };
+    let (planned, unplanned) = plan_levels(model, graph, body_options, &unit_alignment);
+    let mut step_of = vec![0; graph.nodes.len()];
+    for (step, &n) in liveness.order.iter().enumerate() {
+        step_of[n] = step;
+    }
+    let workspaces: Vec<(Workspace, usize)> = planned
+        .into_iter()
+        .map(|w| {
+            let step = step_of[w.node];
+            (w, step)
+        })
+        .collect();
+    for (w, step) in &workspaces {
+        let align = unit_alignment(w.node);
+        all = lcm(all, align);
+        let step = *step as u32;
+        problem.buffers.push(Buffer {
+            size: w.bytes.next_multiple_of(align),
+            start: step,
+            end: step + 1,
+        });
+    }
     problem.alignment = all;
     Ok(Shared {
         partition: partition.clone(),
         marks,
         stored,
+        workspaces,
+        unplanned,
     })
 }
 
-/// Labels the table's tensors (indexed like the analysis's) with units, sharing and storage.
-pub fn annotate(liveness: &Liveness, shared: &Shared, table: &mut Table) {
+/// Labels the table's tensors (indexed like the analysis's) with units, sharing and storage,
+/// and records the workspaces at their solved offsets (`offsets` indexed like the problem).
+pub fn annotate(liveness: &Liveness, shared: &Shared, offsets: &[u64], table: &mut Table) {
     let name = |side: Side| match side {
         Side::Host => "host".to_string(),
         Side::Unit(u) => shared.partition.units[u].name.clone(),
@@ -94,5 +138,45 @@ pub fn annotate(liveness: &Liveness, shared: &Shared, table: &mut Table) {
                 nodes,
             })
             .collect(),
+        workspaces: shared
+            .workspaces
+            .iter()
+            .enumerate()
+            .map(|(k, (w, step))| entry(w, *step, offsets[liveness.buffers.len() + k]))
+            .collect(),
+        unplanned: shared.unplanned.clone(),
     });
+}
+
+fn entry(w: &Workspace, step: usize, offset: u64) -> WorkspaceEntry {
+    WorkspaceEntry {
+        node: w.node,
+        step,
+        offset,
+        bytes: w.bytes,
+        bodies: w.bodies.iter().map(body_entry).collect(),
+    }
+}
+
+fn body_entry(b: &Body) -> BodyEntry {
+    BodyEntry {
+        attribute: b.attribute.clone(),
+        bytes: b.bytes,
+        tensors: b
+            .tensors
+            .iter()
+            .map(|(name, bytes, first, last, offset)| BodyTensor {
+                name: name.clone(),
+                bytes: *bytes,
+                first: *first,
+                last: *last,
+                offset: *offset,
+            })
+            .collect(),
+        workspaces: b
+            .nested
+            .iter()
+            .map(|(w, step, offset)| entry(w, *step, *offset))
+            .collect(),
+    }
 }

@@ -2,6 +2,8 @@
 //! pairs become reuse candidates the search may take or decline), accesses are the operators'
 //! reads and writes; the result is one arena per tier and a table entry per tensor.
 
+use std::time::Duration;
+
 use anyhow::Result;
 
 use super::access::tensor_accesses;
@@ -21,13 +23,15 @@ pub struct TierPlan {
     pub info: HierarchyInfo,
 }
 
-/// Plans the graph's tensors over `tiers` (fastest first) under the execution `order`.
+/// Plans the graph's tensors over `tiers` (fastest first) under the execution `order`; the
+/// search stops after `time_limit`.
 pub fn plan_tiers(
     graph: &Graph,
     order: &[NodeId],
     options: LivenessOptions,
     tiers: &[Tier],
     segment: usize,
+    time_limit: Duration,
 ) -> Result<TierPlan> {
     let merged = analyse(graph, order.to_vec(), options)?;
     let apart = analyse(
@@ -45,7 +49,7 @@ pub fn plan_tiers(
         tiers: tiers.to_vec(),
         alignment,
     };
-    let Outcome { best, cost_initial, cost_final, actions, .. } = improve(&h, segment).map_err(|stuck| {
+    let Outcome { best, cost_initial, cost_final, actions, .. } = improve(&h, segment, time_limit).map_err(|stuck| {
         let name = apart.buffers[stuck.block]
             .members
             .first()

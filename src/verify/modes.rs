@@ -1,11 +1,13 @@
 //! Checks of the advanced modes' fields: tier capacities, unit alignments, quantised storage,
-//! and under a device budget the transfers (each names a placed tensor live across its gap and
-//! not read or written inside it) and the resident bytes of every step.
+//! subgraph workspaces (clear of the tensors live at their node's step, their bodies' tensors
+//! clear of each other), and under a device budget the transfers (each names a placed tensor
+//! live across its gap and not read or written inside it) and the resident bytes of every step.
 
 use std::collections::HashMap;
 
-use crate::emit::Table;
-use crate::ir::{DType, Graph};
+use crate::emit::{Table, WorkspaceEntry};
+use crate::ir::{DType, Graph, ValueKind};
+use crate::modes::partition::FUNCTION_BODY;
 
 /// Op types whose first input may be stored quantised.
 const QUANTIZERS: [&str; 4] = [
@@ -66,6 +68,141 @@ pub fn check_modes(
     }
     if table.offload.is_some() {
         check_transfers(graph, table, index, steps, problems);
+    }
+    for w in table.partition.iter().flat_map(|p| &p.workspaces) {
+        check_top_workspace(graph, table, steps, w, problems);
+    }
+}
+
+/// A top-level workspace: at its node's step, inside arena 0, clear of the live tensors.
+fn check_top_workspace(
+    graph: &Graph,
+    table: &Table,
+    steps: &[usize],
+    w: &WorkspaceEntry,
+    problems: &mut Vec<String>,
+) {
+    if w.node >= graph.nodes.len() || steps[w.node] != w.step {
+        problems.push(format!(
+            "workspace of node {} is not at that node's step",
+            w.node
+        ));
+        return;
+    }
+    let arena = table.arenas.first().map_or(0, |a| a.bytes);
+    if w.offset + w.bytes > arena || !w.offset.is_multiple_of(table.options.alignment.max(1)) {
+        problems.push(format!(
+            "workspace of node {} lies outside arena 0 or is misaligned",
+            w.node
+        ));
+    }
+    for e in &table.tensors {
+        let (Some(0), Some(offset)) = (e.arena, e.offset) else {
+            continue;
+        };
+        let live = e.first <= w.step && w.step <= e.last;
+        if live && offset < w.offset + w.bytes && w.offset < offset + e.extent() && e.extent() > 0 {
+            problems.push(format!(
+                "tensor '{}' shares bytes with the workspace of node {} at step {}",
+                e.name, w.node, w.step
+            ));
+        }
+    }
+    check_workspace(graph, w, problems);
+}
+
+/// A workspace's bodies: each is a subgraph of the node, fits the workspace, lists every
+/// sized tensor of the subgraph once, and keeps tensors live together (and nested
+/// workspaces) apart.
+fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>) {
+    let node = &graph.nodes[w.node];
+    for b in &w.bodies {
+        let what = format!("{} {}", node.label(w.node), b.attribute);
+        // A function call's body is instantiated by the planner; only its layout is checked.
+        let body = node
+            .subgraphs
+            .iter()
+            .find(|s| s.attribute == b.attribute)
+            .map(|s| &s.graph);
+        let call =
+            b.attribute == format!("{FUNCTION_BODY}{}", node.op_type) && node.subgraphs.is_empty();
+        if body.is_none() && !call {
+            problems.push(format!("{what}: no such subgraph or function call"));
+            continue;
+        }
+        if b.bytes > w.bytes {
+            problems.push(format!(
+                "{what}: {} bytes exceed the workspace's {}",
+                b.bytes, w.bytes
+            ));
+        }
+        if let Some(g) = body {
+            for v in &g.values {
+                let constant = matches!(v.kind, ValueKind::Initializer | ValueKind::OuterScope)
+                    || v.producer.is_some_and(|p| g.nodes[p].op_type == "Constant");
+                let sized = v.tensor_type().and_then(|t| t.bytes());
+                let listed = b.tensors.iter().filter(|t| t.name == v.name).count();
+                if !constant && sized.is_some() && listed != 1 {
+                    problems.push(format!(
+                        "{what}: tensor '{}' is listed {listed} times",
+                        v.name
+                    ));
+                }
+            }
+        }
+        let mut spans: Vec<(usize, usize, u64, u64, String)> = Vec::new();
+        for t in &b.tensors {
+            let bytes = match body {
+                Some(g) => g
+                    .value(&t.name)
+                    .and_then(|v| v.tensor_type())
+                    .and_then(|ty| ty.bytes()),
+                None => Some(t.bytes),
+            };
+            if bytes != Some(t.bytes) || t.first > t.last || t.offset + t.bytes > b.bytes {
+                problems.push(format!(
+                    "{what}: tensor '{}' has wrong bytes, lifetime or offset",
+                    t.name
+                ));
+            }
+            spans.push((
+                t.first,
+                t.last,
+                t.offset,
+                t.offset + t.bytes,
+                format!("tensor '{}'", t.name),
+            ));
+        }
+        for n in &b.workspaces {
+            if body.is_some_and(|g| n.node >= g.nodes.len()) || n.offset + n.bytes > b.bytes {
+                problems.push(format!(
+                    "{what}: nested workspace of node {} is out of place",
+                    n.node
+                ));
+                continue;
+            }
+            spans.push((
+                n.step,
+                n.step,
+                n.offset,
+                n.offset + n.bytes,
+                format!("workspace of node {}", n.node),
+            ));
+            if let Some(g) = body {
+                check_workspace(g, n, problems);
+            }
+        }
+        for (i, a) in spans.iter().enumerate() {
+            for c in &spans[i + 1..] {
+                let together = a.0 <= c.1 && c.0 <= a.1;
+                if together && a.2 < c.3 && c.2 < a.3 && a.3 > a.2 && c.3 > c.2 {
+                    problems.push(format!(
+                        "{what}: {} and {} share bytes while both live",
+                        a.4, c.4
+                    ));
+                }
+            }
+        }
     }
 }
 

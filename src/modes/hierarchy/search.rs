@@ -7,6 +7,8 @@
 //! the fastest tier, nothing can improve and the search stops.
 
 use super::Hierarchy;
+use std::time::{Duration, Instant};
+
 use super::cost::cost;
 use super::place::{Choice, Placement, Stuck, place, walk};
 
@@ -31,8 +33,10 @@ pub struct Outcome {
     pub actions: usize,
 }
 
-/// Runs the initial placement and the improvement search with `segment` steps per segment.
-pub fn improve(h: &Hierarchy, segment: usize) -> Result<Outcome, Stuck> {
+/// Runs the initial placement and the improvement search with `segment` steps per segment;
+/// after `time_limit` the search stops and keeps the best state so far.
+pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Outcome, Stuck> {
+    let started = Instant::now();
     let mut choices = vec![Choice::default(); h.blocks.len()];
     let initial = place(h, &choices)?;
     let cost_initial = cost(h, &initial);
@@ -56,7 +60,7 @@ pub fn improve(h: &Hierarchy, segment: usize) -> Result<Outcome, Stuck> {
                 .iter()
                 .flatten()
                 .all(|&b| state.placement.tier[b] == 0);
-            if rest_fastest {
+            if rest_fastest || started.elapsed() > time_limit {
                 break;
             }
             let end = (start + segment).min(born.len());

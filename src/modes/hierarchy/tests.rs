@@ -1,5 +1,7 @@
 //! Cases worked by hand.
 
+use std::time::Duration;
+
 use super::*;
 
 fn tier(name: &str, capacity: u64, latency: f64, bandwidth: f64) -> Tier {
@@ -42,7 +44,7 @@ fn s2_example_in_one_tier() {
         tiers: vec![tier("main", 1 << 20, 1.0, 64.0)],
         alignment: 64,
     };
-    let out = improve(&h, 2).unwrap();
+    let out = improve(&h, 2, Duration::from_secs(5)).unwrap();
     assert_eq!(out.initial.offset, vec![0, 2048, 4096, 0, 4096, 0]);
     assert_eq!(out.initial.high_water, vec![5120]);
     assert_eq!(out.best, out.initial);
@@ -68,7 +70,7 @@ fn swap_makes_room_for_the_blocks_that_matter() {
         ],
         alignment: 64,
     };
-    let out = improve(&h, 1).unwrap();
+    let out = improve(&h, 1, Duration::from_secs(5)).unwrap();
     assert_eq!(out.initial.tier, vec![0, 1, 1]);
     assert_eq!(out.initial.offset, vec![0, 0, 2048]);
     assert_eq!(out.cost_initial, 2578.0);
@@ -103,7 +105,7 @@ fn move_defragments() {
         ],
         alignment: 64,
     };
-    let out = improve(&h, 1).unwrap();
+    let out = improve(&h, 1, Duration::from_secs(5)).unwrap();
     assert_eq!((out.initial.offset[1], out.initial.tier[2]), (1024, 1));
     assert_eq!(out.cost_initial, 1804.0);
     assert_eq!(out.best.tier, vec![0, 0, 0]);

@@ -1,0 +1,150 @@
+//! Device-budget mode (S4) on the real models. At 50% and 75% of the lower bound every one of
+//! them is infeasible for whole-tensor offload (one operator's operands alone exceed the
+//! budget): the tool says so in one line and names the least feasible budget. Between that
+//! floor and the lower bound, the plan verifies (resident bytes within budget at every step,
+//! every tensor resident when used) and migrates less than farthest-next-use eviction.
+
+mod common;
+
+use common::*;
+use onnx_memplan::emit::Table;
+
+const DIMS: [&str; 4] = ["--dim", "batch=1", "--dim", "sequence=16"];
+
+fn read_table(path: &std::path::Path) -> Table {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Runs `plan` on a model with extra flags into `dir`; returns the process output.
+fn plan(
+    dir: &std::path::Path,
+    model: &std::path::Path,
+    stem: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let out = dir.join(format!("{stem}.memplan.onnx"));
+    let mut args = vec!["plan", model.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend(DIMS);
+    args.extend(extra);
+    run_cli(&args)
+}
+
+#[test]
+fn budgets_below_the_operand_floor_are_refused_and_above_it_beat_the_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "mobilenet_v2",
+        "resnet_small",
+        "bert_tiny",
+        "unet_small",
+        "vit_tiny",
+    ] {
+        let model = root().join(format!("models/{name}.onnx"));
+        assert!(plan(dir.path(), &model, name, &[]).status.success());
+        let bound = read_table(&dir.path().join(format!("{name}.memplan.json")))
+            .stats
+            .lower_bound_bytes;
+        let mut floor = 0u64;
+        for percent in [50, 75] {
+            let budget = (bound * percent / 100).to_string();
+            let run = plan(
+                dir.path(),
+                &model,
+                &format!("{name}.b{percent}"),
+                &["--budget", &budget],
+            );
+            let err = String::from_utf8_lossy(&run.stderr).into_owned();
+            assert_eq!(run.status.code(), Some(2), "{name} at {percent}%: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+            let tail = err
+                .split("no budget below ")
+                .nth(1)
+                .expect("names the floor");
+            floor = tail.split_whitespace().next().unwrap().parse().unwrap();
+            assert!(floor > bound * percent / 100 && floor <= bound, "{err}");
+        }
+        eprintln!(
+            "{name}: lower bound {bound}, operand floor {floor} ({:.1}%)",
+            100.0 * floor as f64 / bound as f64
+        );
+        for share in [50, 75] {
+            let budget = floor + (bound - floor) * share / 100;
+            if budget >= bound {
+                continue;
+            }
+            let stem = format!("{name}.f{share}");
+            let run = plan(
+                dir.path(),
+                &model,
+                &stem,
+                &["--budget", &budget.to_string()],
+            );
+            assert!(
+                run.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            let table_path = dir.path().join(format!("{stem}.memplan.json"));
+            let table = read_table(&table_path);
+            let o = table.offload.as_ref().unwrap();
+            assert!(table.arenas[0].bytes <= budget);
+            let baseline = o.baseline_migrated_bytes.unwrap();
+            assert!(o.migrated_bytes < baseline, "{name}: {o:?}");
+            eprintln!(
+                "  budget {budget} ({:.1}% of the bound): migrated {} bytes ({}, {} transfers), baseline {baseline}",
+                100.0 * budget as f64 / bound as f64,
+                o.migrated_bytes,
+                o.method,
+                o.transfers.len()
+            );
+            let verify = run_cli(&[
+                "verify",
+                model.to_str().unwrap(),
+                table_path.to_str().unwrap(),
+            ]);
+            assert!(
+                verify.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&verify.stdout)
+            );
+            // Without its transfers the same placement overlaps or overspends: verify refuses.
+            if !o.transfers.is_empty() {
+                let mut tampered = table.clone();
+                tampered.offload.as_mut().unwrap().transfers.clear();
+                let path = dir.path().join(format!("{stem}.tampered.json"));
+                std::fs::write(&path, serde_json::to_string(&tampered).unwrap()).unwrap();
+                let verify = run_cli(&["verify", model.to_str().unwrap(), path.to_str().unwrap()]);
+                assert_eq!(verify.status.code(), Some(1), "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_budget_above_the_plan_moves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chain.onnx");
+    write_model(&chain_model(), &path);
+    let out = dir.path().join("chain.memplan.onnx");
+    let run = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--budget",
+        "1MiB",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table = read_table(&dir.path().join("chain.memplan.json"));
+    let o = table.offload.unwrap();
+    assert_eq!(
+        (o.migrated_bytes, o.transfers.len(), o.method.as_str()),
+        (0, 0, "none needed")
+    );
+    let run = run_cli(&["plan", path.to_str().unwrap(), "--budget", "lots"]);
+    assert_eq!(run.status.code(), Some(2));
+}
