@@ -204,3 +204,34 @@ fn constant_node_attribute_forms() {
         assert_eq!(ty(&infer(&proto), "c"), want, "{name}");
     }
 }
+
+#[test]
+fn float_max_and_min_reductions_fold() {
+    // The image-resize arithmetic of torchvision's detection transforms (ssdlite320 exports):
+    // ReduceMax over a float constant, Cast to int64, then a shape. onnxruntime gives a
+    // ConstantOfShape of [320] (and [240] for the ReduceMin) here.
+    let sizes = AttributeProto {
+        name: Some("value_floats".into()),
+        floats: vec![320.0, 240.0],
+        r#type: Some(6),
+        ..Default::default()
+    };
+    let proto = G::default()
+        .ints("zero", &[1], &[0])
+        .node("Constant", &[], &["sizes"], vec![sizes])
+        .node("ReduceMax", &["sizes"], &["mx"], vec![a_int("keepdims", 0)])
+        .node("ReduceMin", &["sizes"], &["mn"], vec![a_int("keepdims", 1)])
+        .node("Cast", &["mx"], &["mx_i"], vec![a_int("to", 7)])
+        .node("Cast", &["mn"], &["mn_i"], vec![a_int("to", 7)])
+        .node("Unsqueeze", &["mx_i", "zero"], &["mx_1"], vec![])
+        .node("ConstantOfShape", &["mx_1"], &["a"], vec![])
+        .node("ConstantOfShape", &["mn_i"], &["b"], vec![])
+        .output("a")
+        .output("b")
+        .model(13);
+    let m = infer(&proto);
+    assert_eq!(ty(&m, "mx"), "float32 scalar");
+    assert_eq!(value(&m, "mx_i"), Some(vec![320]));
+    assert_eq!(shape(&m, "a"), "320");
+    assert_eq!(shape(&m, "b"), "240");
+}

@@ -351,3 +351,53 @@ fn matmul_one_d_and_batched_broadcast() {
     );
     assert!(run(&["2", "3"], &["4", "5"]).is_err());
 }
+
+/// `Slice(x, starts, ends = Unsqueeze(Shape(y)[0]), axes=[0], steps)` with `starts`/`steps`
+/// constants, the end taken from `y`'s first dim at run time.
+fn slice_to_dim_of(x: &[&str], y: &[&str], start: i64, step: i64) -> String {
+    let proto = G::default()
+        .input("x", FLOAT, x)
+        .input("y", FLOAT, y)
+        .ints("i0", &[], &[0])
+        .ints("zero", &[1], &[0])
+        .ints("st", &[1], &[start])
+        .ints("sp", &[1], &[step])
+        .node("Shape", &["y"], &["ys"], vec![])
+        .node("Gather", &["ys", "i0"], &["n"], vec![a_int("axis", 0)])
+        .node("Unsqueeze", &["n", "zero"], &["en"], vec![])
+        .node("Slice", &["x", "st", "en", "zero", "sp"], &["out"], vec![])
+        .output("out")
+        .model(13);
+    shape(&infer(&proto), "out")
+}
+
+#[test]
+fn slice_to_a_symbolic_end_keeps_a_whole_axis() {
+    // ONNX Slice clamps `ends` to [0, dims[axis]]: ending at the axis's own size from 0 by 1
+    // takes all of it (onnxruntime: x [5, 10] sliced to Shape(y)[0] with y [5, 3] gives 5×10).
+    assert_eq!(slice_to_dim_of(&["n", "10"], &["n", "3"], 0, 1), "n×10");
+    // Not provably whole: another size (min(n, m) elements), a later start, a known axis.
+    assert_eq!(slice_to_dim_of(&["n", "10"], &["m", "3"], 0, 1), "?×10");
+    assert_eq!(slice_to_dim_of(&["n", "10"], &["n", "3"], 1, 1), "?×10");
+    assert_eq!(slice_to_dim_of(&["128", "10"], &["n", "3"], 0, 1), "?×10");
+    // Bound, the same slice is concrete.
+    assert_eq!(slice_to_dim_of(&["128", "10"], &["16", "3"], 0, 1), "16×10");
+}
+
+#[test]
+fn slice_reversing_a_whole_symbolic_axis_keeps_it() {
+    // steps -1 from -1 to INT64_MIN: every element, last first (numpy x[::-1]).
+    assert_eq!(
+        slice(&["n", "10"], &[-1], &[i64::MIN], Some(&[0]), Some(&[-1])),
+        "n×10"
+    );
+    assert_eq!(
+        slice(&["n", "10"], &[-2], &[i64::MIN], Some(&[0]), Some(&[-1])),
+        "?×10"
+    );
+    // A start so negative it clamps to 0.
+    assert_eq!(
+        slice(&["n", "10"], &[i64::MIN], &[i64::MAX], Some(&[0]), None),
+        "n×10"
+    );
+}

@@ -22,6 +22,7 @@ pub const INT64: i32 = 7;
 pub const STRING: i32 = 8;
 pub const BOOL: i32 = 9;
 pub const FLOAT16: i32 = 10;
+pub const DOUBLE: i32 = 11;
 
 /// One input slot of the node under test.
 pub enum In {

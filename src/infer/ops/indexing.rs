@@ -142,6 +142,10 @@ fn steps_in(span: i64, step: i64) -> i64 {
 }
 
 /// `Slice`: attributes before opset 10, inputs `starts, ends[, axes[, steps]]` from 10.
+///
+/// `starts`/`ends` may be shape values rather than constants (`Shape(x)[1]`, say): a sliced
+/// axis of unknown or symbolic size keeps its size where the slice provably takes the whole
+/// axis (see [`takes_whole_axis`]).
 fn slice(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(0)?;
     let Some(input) = ctx.shape(0)? else {
@@ -150,19 +154,26 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
     };
     let rank = input.len();
     let (starts, ends, axes_arg, steps) = if ctx.opset() < 10 {
-        (ints_attr(ctx, "starts"), ints_attr(ctx, "ends"), ints_attr(ctx, "axes"), IntsArg::Absent)
+        (
+            bound_dims(ctx, ints_attr(ctx, "starts"), None),
+            bound_dims(ctx, ints_attr(ctx, "ends"), None),
+            ints_attr(ctx, "axes"),
+            IntsArg::Absent,
+        )
     } else {
-        (ints_input(ctx, 1), ints_input(ctx, 2), ints_input(ctx, 3), ints_input(ctx, 4))
+        (
+            bound_dims(ctx, ints_input(ctx, 1), Some(1)),
+            bound_dims(ctx, ints_input(ctx, 2), Some(2)),
+            ints_input(ctx, 3),
+            ints_input(ctx, 4),
+        )
     };
     let slice_axes: Option<Vec<usize>> = match axes_arg {
         IntsArg::Known(a) => Some(axes(ctx, &a, rank)?),
-        IntsArg::Absent => match &starts {
-            IntsArg::Known(s) => Some((0..s.len().min(rank)).collect()),
-            _ => None,
-        },
+        IntsArg::Absent => starts.as_ref().map(|s| (0..s.len().min(rank)).collect()),
         IntsArg::Unknown => None,
     };
-    let (IntsArg::Known(starts), IntsArg::Known(ends)) = (starts, ends) else {
+    let (Some(starts), Some(ends)) = (starts, ends) else {
         let out = match slice_axes {
             Some(a) => input
                 .iter()
@@ -203,15 +214,15 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
         if step == 0 {
             return Err(ctx.error("slice step is 0"));
         }
-        out[axis] = match &input[axis] {
-            Dim::Known(n) => {
-                let (s, len) = slice_dim(*n, starts[k], ends[k], step);
+        out[axis] = match (&input[axis], &starts[k], &ends[k]) {
+            (Dim::Known(n), Dim::Known(start), Dim::Known(end)) => {
+                let (s, len) = slice_dim(*n, *start, *end, step);
                 if foldable {
                     picks.push((axis, (0..len).map(|i| (s + i * step) as usize).collect()));
                 }
                 Dim::Known(len)
             }
-            d if starts[k] == 0 && step == 1 && ends[k] >= i32::MAX as i64 => d.clone(),
+            (d, start, end) if takes_whole_axis(d, start, end, step) => d.clone(),
             _ => Dim::Unknown,
         };
     }
@@ -235,6 +246,36 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
         ctx.set_dims_value(0, d);
     }
     Ok(())
+}
+
+/// Slice bounds as dimensions: the integers when known, else the shape value of `input` (such
+/// as `Unsqueeze(Shape(x)[1])`, whose element is `x`'s symbolic dim); `None` when neither is
+/// known or the argument is absent.
+fn bound_dims(ctx: &NodeCtx, arg: IntsArg, input: Option<usize>) -> Option<Vec<Dim>> {
+    match (arg, input) {
+        (IntsArg::Known(v), _) => Some(v.into_iter().map(Dim::Known).collect()),
+        (IntsArg::Unknown, Some(i)) => ctx.dims_value(i).map(|d| d.into_owned()),
+        _ => None,
+    }
+}
+
+/// True when slicing an axis of size `d` (unknown or symbolic) from `start` to `end` by `step`
+/// provably selects every element, whatever `d` is: forwards from 0 (or from a start so
+/// negative that it clamps to 0) to the axis's own size or past any real size (`INT64_MAX`),
+/// or backwards from the last element (-1, or a start past any real size) to before the first
+/// (`INT64_MIN`). "Past any real size" is taken as beyond `i32::MAX`, as exporters write
+/// `INT64_MAX`/`INT64_MIN` (or `INT32_MAX`) for "to the end".
+fn takes_whole_axis(d: &Dim, start: &Dim, end: &Dim, step: i64) -> bool {
+    const FAR: i64 = i32::MAX as i64;
+    match (start, step) {
+        (Dim::Known(s), 1) if *s == 0 || *s <= -FAR => match end {
+            Dim::Known(e) => *e >= FAR,
+            Dim::Symbol(_) => end == d,
+            Dim::Unknown => false,
+        },
+        (Dim::Known(s), -1) if *s == -1 || *s >= FAR => matches!(end, Dim::Known(e) if *e <= -FAR),
+        _ => false,
+    }
 }
 
 /// `Split` by sizes (attribute before 13, input from 13), `num_outputs` (18) or equally.

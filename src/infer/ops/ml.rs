@@ -2,6 +2,8 @@
 
 use anyhow::Result;
 
+use crate::bail_input;
+
 use super::Entry;
 use super::util::{same_as_input, shape_of_input};
 use crate::infer::NodeCtx;
@@ -21,12 +23,12 @@ pub const RULES: &[Entry] = &[
     (ML, "CategoryMapper", category_mapper),
     (ML, "OneHotEncoder", one_hot_encoder),
     (ML, "FeatureVectorizer", feature_vectorizer),
-    (ML, "LinearRegressor", regressor),
-    (ML, "SVMRegressor", regressor),
-    (ML, "TreeEnsembleRegressor", regressor),
-    (ML, "LinearClassifier", classifier),
-    (ML, "SVMClassifier", classifier),
-    (ML, "TreeEnsembleClassifier", classifier),
+    (ML, "LinearRegressor", linear_regressor),
+    (ML, "SVMRegressor", svm_regressor),
+    (ML, "TreeEnsembleRegressor", tree_ensemble_regressor),
+    (ML, "LinearClassifier", linear_classifier),
+    (ML, "SVMClassifier", svm_classifier),
+    (ML, "TreeEnsembleClassifier", tree_ensemble_classifier),
     (ML, "ZipMap", zip_map),
     (ML, "CastMap", cast_map),
     (ML, "DictVectorizer", dict_vectorizer),
@@ -56,13 +58,26 @@ fn label_encoder(ctx: &mut NodeCtx) -> Result<()> {
     shape_of_input(ctx, 0, 0, dtype)
 }
 
-/// `[N, n_targets]` in the input's type.
+/// `[N, n_targets]` in the input's type; `X` must be `[N, F]`.
 fn tree_ensemble(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(0)?;
-    let n = ctx.shape(0)?.and_then(|s| s.first().cloned()).unwrap_or(Dim::Unknown);
+    let n = rows_of_matrix(ctx)?;
     let targets = ctx.attr_opt_i("n_targets")?.map_or(Dim::Unknown, Dim::Known);
     ctx.set_shape(0, dtype, vec![n, targets]);
     Ok(())
+}
+
+/// `N` of an input that must be `[N, F]` (the tree ensembles' schemas check the rank).
+fn rows_of_matrix(ctx: &NodeCtx) -> Result<Dim> {
+    match ctx.shape(0)? {
+        None => Ok(Dim::Unknown),
+        Some([n, _]) => Ok(n.clone()),
+        Some(s) => bail_input!(
+            "{}: input must be [N, F] (rank 2), not rank {}",
+            ctx.label(),
+            s.len()
+        ),
+    }
 }
 
 /// `X [..., C]`, `Y [k]` → `[..., k]` (`[1, k]` for a 1-D `X`).
@@ -89,13 +104,18 @@ fn category_mapper(ctx: &mut NodeCtx) -> Result<()> {
     shape_of_input(ctx, 0, 0, to)
 }
 
-/// Float `[..., number of categories]`.
+/// Float `[..., number of categories]`; exactly one of `cats_int64s` / `cats_strings` must be
+/// given.
 fn one_hot_encoder(ctx: &mut NodeCtx) -> Result<()> {
-    let cats = ctx
-        .attr("cats_int64s")
-        .map(|a| a.ints.len())
-        .or_else(|| ctx.attr("cats_strings").map(|a| a.strings.len()))
-        .map_or(Dim::Unknown, |n| Dim::Known(n as i64));
+    let n = match (ctx.attr("cats_int64s"), ctx.attr("cats_strings")) {
+        (Some(a), None) => a.ints.len(),
+        (None, Some(a)) => a.strings.len(),
+        _ => bail_input!(
+            "{}: exactly one of the attributes 'cats_int64s' and 'cats_strings' must be given",
+            ctx.label()
+        ),
+    };
+    let cats = Dim::Known(n as i64);
     let out = ctx.shape(0)?.map(|s| {
         let mut s = s.to_vec();
         s.push(cats);
@@ -114,38 +134,118 @@ fn batch(ctx: &NodeCtx) -> Dim {
     }
 }
 
-/// Float `[N, sum(inputdimensions)]`.
+/// The batch size of an input that must be `[C]` (one example) or `[N, C]`, as the linear and
+/// SVM models' schemas and onnxruntime's kernels require.
+fn batch_of_1d_or_2d(ctx: &NodeCtx) -> Result<Dim> {
+    match ctx.shape(0)? {
+        Some(s) if s.len() > 2 || s.is_empty() => bail_input!(
+            "{}: input must be [C] or [N, C] (rank 1 or 2), not rank {}",
+            ctx.label(),
+            s.len()
+        ),
+        _ => Ok(batch(ctx)),
+    }
+}
+
+/// Float `[N, sum(inputdimensions)]`; `inputdimensions` is required (onnxruntime refuses the
+/// node without it).
 fn feature_vectorizer(ctx: &mut NodeCtx) -> Result<()> {
-    let width = ctx
-        .attr_ints("inputdimensions")
-        .map_or(Dim::Unknown, |d| Dim::Known(d.iter().sum()));
+    let Some(dims) = ctx.attr_ints("inputdimensions").filter(|d| !d.is_empty()) else {
+        bail_input!(
+            "{}: attribute 'inputdimensions' (one width per input) is required",
+            ctx.label()
+        );
+    };
+    let width = Dim::Known(dims.iter().sum());
     let n = batch(ctx);
     ctx.set_shape(0, DType::Float, vec![n, width]);
     Ok(())
 }
 
-/// Float `[N, targets]` (`targets`/`n_targets` attribute, default 1).
-fn regressor(ctx: &mut NodeCtx) -> Result<()> {
-    let targets = match ctx.attr_opt_i("targets")? {
-        Some(t) => t,
-        None => ctx.attr_i("n_targets", 1)?,
-    };
-    let n = batch(ctx);
+/// Float `[N, targets]` (default 1) for `X` `[N, C]` or `[C]`.
+fn linear_regressor(ctx: &mut NodeCtx) -> Result<()> {
+    let targets = ctx.attr_i("targets", 1)?;
+    let n = batch_of_1d_or_2d(ctx)?;
     ctx.set_shape(0, DType::Float, vec![n, Dim::Known(targets)]);
     Ok(())
 }
 
-/// Labels `[N]` (int64 or string by the class labels given) and float scores
-/// `[N, classes]`.
-fn classifier(ctx: &mut NodeCtx) -> Result<()> {
-    let (dtype, classes) = match (ctx.attr("classlabels_strings"), ctx.attr("classlabels_ints")) {
-        (Some(a), _) => (DType::String, a.strings.len()),
-        (None, Some(a)) => (DType::Int64, a.ints.len()),
-        (None, None) => return Err(ctx.error("no classlabels_* attribute")),
+/// Float `[N, 1]` for `X` `[N, C]` or `[C]`.
+fn svm_regressor(ctx: &mut NodeCtx) -> Result<()> {
+    let n = batch_of_1d_or_2d(ctx)?;
+    ctx.set_shape(0, DType::Float, vec![n, Dim::Known(1)]);
+    Ok(())
+}
+
+/// Float `[N, n_targets]` for `X` `[N, F]` (the width unknown without `n_targets`).
+fn tree_ensemble_regressor(ctx: &mut NodeCtx) -> Result<()> {
+    let n = rows_of_matrix(ctx)?;
+    let targets = ctx.attr_opt_i("n_targets")?.map_or(Dim::Unknown, Dim::Known);
+    ctx.set_shape(0, DType::Float, vec![n, targets]);
+    Ok(())
+}
+
+/// The labels' element type and count from `classlabels_strings` (when not empty) or the
+/// integer labels attribute `ints_name` (`classlabels_ints` for the linear and SVM
+/// classifiers, `classlabels_int64s` for the tree ensemble); one of them is required.
+fn class_labels(ctx: &NodeCtx, ints_name: &str) -> Result<(DType, usize)> {
+    match (ctx.attr("classlabels_strings"), ctx.attr(ints_name)) {
+        (Some(a), _) if !a.strings.is_empty() => Ok((DType::String, a.strings.len())),
+        (_, Some(a)) => Ok((DType::Int64, a.ints.len())),
+        _ => bail_input!(
+            "{}: one of the attributes 'classlabels_strings' and '{ints_name}' is required",
+            ctx.label()
+        ),
+    }
+}
+
+/// Sets the labels `[N]` and the float scores `[N, width]`.
+fn set_classifier_outputs(ctx: &mut NodeCtx, labels: DType, n: Dim, width: usize) {
+    ctx.set_shape(0, labels, vec![n.clone()]);
+    ctx.set_shape(1, DType::Float, vec![n, Dim::Known(width as i64)]);
+}
+
+/// `LinearClassifier`: one score per intercept (the ONNX-ML shape rule and onnxruntime's
+/// kernel), two when a single intercept scores a two-label problem.
+fn linear_classifier(ctx: &mut NodeCtx) -> Result<()> {
+    let (labels, label_count) = class_labels(ctx, "classlabels_ints")?;
+    let intercepts = ctx.attr_floats("intercepts").map_or(0, <[f32]>::len);
+    if intercepts == 0 {
+        bail_input!(
+            "{}: attribute 'intercepts' (one per class) is required to size the scores",
+            ctx.label()
+        );
+    }
+    let width = if intercepts == 1 && label_count == 2 { 2 } else { intercepts };
+    let n = batch_of_1d_or_2d(ctx)?;
+    set_classifier_outputs(ctx, labels, n, width);
+    Ok(())
+}
+
+/// `SVMClassifier` with `C` labels: in SVC mode (`vectors_per_class` sums to more than 0)
+/// without `prob_a` the scores are one per pair of classes, `C(C-1)/2`, and 2 for `C <= 2`;
+/// otherwise (probabilities, or the linear mode) one per class (onnxruntime's kernel).
+fn svm_classifier(ctx: &mut NodeCtx) -> Result<()> {
+    let (labels, classes) = class_labels(ctx, "classlabels_ints")?;
+    let svc = ctx
+        .attr_ints("vectors_per_class")
+        .is_some_and(|v| v.iter().sum::<i64>() > 0);
+    let probabilities = ctx.attr_floats("prob_a").is_some_and(|p| !p.is_empty());
+    let width = if svc && !probabilities {
+        if classes > 2 { classes * (classes - 1) / 2 } else { 2 }
+    } else {
+        classes
     };
-    let n = batch(ctx);
-    ctx.set_shape(0, dtype, vec![n.clone()]);
-    ctx.set_shape(1, DType::Float, vec![n, Dim::Known(classes as i64)]);
+    let n = batch_of_1d_or_2d(ctx)?;
+    set_classifier_outputs(ctx, labels, n, width);
+    Ok(())
+}
+
+/// `TreeEnsembleClassifier`: one score per class label, for `X` `[N, F]`.
+fn tree_ensemble_classifier(ctx: &mut NodeCtx) -> Result<()> {
+    let (labels, classes) = class_labels(ctx, "classlabels_int64s")?;
+    let n = rows_of_matrix(ctx)?;
+    set_classifier_outputs(ctx, labels, n, classes);
     Ok(())
 }
 

@@ -38,10 +38,22 @@ fn batch_norm(ctx: &mut NodeCtx) -> Result<()> {
     Ok(())
 }
 
-/// `LayerNormalization`/`RMSNormalization`: `Y` like `X`; `Mean`/`InvStdDev` keep the dims
-/// before `axis` and have 1 from it on, in the `stash_type` element type.
+/// `LayerNormalization`/`RMSNormalization`: `Y` has `X`'s shape; `Mean`/`InvStdDev` keep the
+/// dims before `axis` and have 1 from it on, in the `stash_type` element type.
+///
+/// `Y`'s element type is `X`'s for `LayerNormalization` from opset 17, whose schema binds `X`,
+/// `Scale` and `Y` to one type `T`. Below opset 17 the operator is onnxruntime's contrib form
+/// (written into the default domain by its optimizer): `X: T`, `Scale: V`, `Y: V`, so `Y` takes
+/// the scale's type; `RMSNormalization` (opset 23) types them the same way (`X: T`, `scale: V`,
+/// `Y: V`).
 fn layer_norm(ctx: &mut NodeCtx) -> Result<()> {
-    same_as_input(ctx, 0, 0)?;
+    let y_from_scale = ctx.node().op_type == "RMSNormalization" || ctx.opset() < 17;
+    if y_from_scale && ctx.has_input(1) {
+        let dtype = ctx.dtype(1)?;
+        shape_of_input(ctx, 0, 0, dtype)?;
+    } else {
+        same_as_input(ctx, 0, 0)?;
+    }
     if ctx.output_count() < 2 {
         return Ok(());
     }

@@ -91,28 +91,47 @@ fn reduced_shape(input: &[Dim], axes: &[usize], keep: bool) -> Shape {
         .collect()
 }
 
-/// Folds integer Sum/Prod/Max/Min reductions (the ones shape computations use).
+/// Folds integer Sum/Prod/Max/Min reductions (the ones shape computations use) and float
+/// Max/Min ones (exact in any float type; exporters take the larger side of an image that way).
 fn fold_reduce(op: &str, c: &Constant, axes: &[usize], keep: bool) -> Option<Constant> {
-    let ConstData::Int(a) = &c.data else {
-        return None;
-    };
-    let (init, f): (i64, fn(i64, i64) -> i64) = match op {
-        "ReduceSum" => (0, i64::wrapping_add),
-        "ReduceProd" => (1, i64::wrapping_mul),
-        "ReduceMax" => (i64::MIN, i64::max),
-        "ReduceMin" => (i64::MAX, i64::min),
-        _ => return None,
-    };
     let mut sorted = axes.to_vec();
     sorted.sort_unstable();
-    let mut out: ArrayD<i64> = a.clone();
-    for &axis in sorted.iter().rev() {
+    match &c.data {
+        ConstData::Int(a) => {
+            let (init, f): (i64, fn(i64, i64) -> i64) = match op {
+                "ReduceSum" => (0, i64::wrapping_add),
+                "ReduceProd" => (1, i64::wrapping_mul),
+                "ReduceMax" => (i64::MIN, i64::max),
+                "ReduceMin" => (i64::MAX, i64::min),
+                _ => return None,
+            };
+            Some(Constant::ints(c.dtype, fold_axes(a, &sorted, keep, init, f)))
+        }
+        ConstData::Float(a) => {
+            let (init, f): (f64, fn(f64, f64) -> f64) = match op {
+                "ReduceMax" => (f64::NEG_INFINITY, f64::max),
+                "ReduceMin" => (f64::INFINITY, f64::min),
+                _ => return None,
+            };
+            Some(Constant {
+                dtype: c.dtype,
+                data: ConstData::Float(fold_axes(a, &sorted, keep, init, f)),
+            })
+        }
+        ConstData::Str(_) => None,
+    }
+}
+
+/// Reduces `a` over the sorted `axes` with `f` from `init`, keeping them as 1 when `keep`.
+fn fold_axes<T: Copy>(a: &ArrayD<T>, axes: &[usize], keep: bool, init: T, f: fn(T, T) -> T) -> ArrayD<T> {
+    let mut out = a.clone();
+    for &axis in axes.iter().rev() {
         out = out.fold_axis(Axis(axis), init, |&acc, &v| f(acc, v));
         if keep {
             out = out.insert_axis(Axis(axis));
         }
     }
-    Some(Constant::ints(c.dtype, out))
+    out
 }
 
 /// `ArgMax`/`ArgMin`: int64, the axis reduced (kept as 1 by default).
