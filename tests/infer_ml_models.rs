@@ -207,6 +207,11 @@ fn invalid_nodes_are_input_errors_naming_the_node() {
         .inputs(vec![In::T("x", FLOAT, &["3"])])
         .attr(int("n_targets", 2))
         .rejects("rank 1");
+    // ONNX's rule: "ZipMap input shape should be 1D or 2D".
+    node(ML, "ZipMap")
+        .inputs(vec![In::T("p", FLOAT, &["2", "3", "1"])])
+        .attr(ints("classlabels_int64s", &[0, 1, 2]))
+        .rejects("rank 3");
     // The messages name the node.
     node(ML, "LinearRegressor")
         .inputs(vec![In::T("x", FLOAT, &["2", "2", "3"])])

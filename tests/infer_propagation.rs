@@ -235,3 +235,65 @@ fn float_max_and_min_reductions_fold() {
     assert_eq!(shape(&m, "a"), "320");
     assert_eq!(shape(&m, "b"), "240");
 }
+
+/// An int64 scalar-tensor attribute (ConstantOfShape's `value`).
+fn a_tensor_int(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(4),
+        t: Some(onnx_memplan::onnx::proto::TensorProto {
+            dims: vec![1],
+            data_type: Some(INT64),
+            int64_data: vec![v],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// `cls_token.expand(x.shape[0], -1, -1)` as torch exports it: the requested shape
+/// `[batch, -1, -1]` goes through `Where(shape == -1, 1, shape)` before `Expand`.
+fn expand_minus_one(batch: &str) -> onnx_memplan::onnx::proto::ModelProto {
+    G::default()
+        .input("x", FLOAT, &[batch, "3", "8"])
+        .floats("cls", &[1, 1, 64])
+        .ints("i0", &[], &[0])
+        .ints("zero", &[1], &[0])
+        .ints("minus1", &[1], &[-1])
+        .ints("neg", &[], &[-1])
+        .node("Shape", &["x"], &["xs"], vec![])
+        .node("Gather", &["xs", "i0"], &["b"], vec![a_int("axis", 0)])
+        .node("Unsqueeze", &["b", "zero"], &["b1"], vec![])
+        .node(
+            "Concat",
+            &["b1", "minus1", "minus1"],
+            &["cat"],
+            vec![a_int("axis", 0)],
+        )
+        .node("Reshape", &["cat", "minus1"], &["req"], vec![])
+        .node("Shape", &["req"], &["req_len"], vec![])
+        .node(
+            "ConstantOfShape",
+            &["req_len"],
+            &["ones"],
+            vec![a_tensor_int("value", 1)],
+        )
+        .node("Mul", &["ones", "neg"], &["negs"], vec![])
+        .node("Equal", &["req", "negs"], &["is_neg"], vec![])
+        .node("Where", &["is_neg", "ones", "req"], &["target"], vec![])
+        .node("Expand", &["cls", "target"], &["y"], vec![])
+        .output("y")
+        .model(13)
+}
+
+#[test]
+fn expand_with_minus_one_keeps_the_symbol() {
+    // onnxruntime with x [3, 3, 8]: y is [3, 1, 64] (the -1s keep cls's sizes).
+    let m = infer(&expand_minus_one("3"));
+    assert_eq!(value(&m, "target"), Some(vec![3, 1, 1]));
+    assert_eq!(shape(&m, "y"), "3×1×64");
+    // A symbol is a size, never -1: the comparison folds and the symbol survives.
+    let m = infer(&expand_minus_one("batch"));
+    assert_eq!(value(&m, "is_neg"), Some(vec![0, 1, 1]));
+    assert_eq!(shape(&m, "y"), "batch×1×64");
+}

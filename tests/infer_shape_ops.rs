@@ -49,6 +49,16 @@ fn reshape_minus_one_cancels_symbols() {
         reshape(&["batch", "3", "4"], &[0, -1], false).unwrap(),
         "batch×12"
     );
+    // The known sizes cancel: torch's x.view(x.size(0), 512) after global pooling
+    // (resnet18 dynamo export) asks for [-1, 512] of batch×512×1×1.
+    assert_eq!(
+        reshape(&["batch", "512", "1", "1"], &[-1, 512], false).unwrap(),
+        "batch×512"
+    );
+    assert_eq!(
+        reshape(&["batch", "6", "4"], &[-1, 8], false).unwrap(),
+        "?×8"
+    );
 }
 
 fn slice(

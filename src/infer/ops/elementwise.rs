@@ -237,6 +237,11 @@ fn dims_op(op: &str) -> Option<fn(&Dim, &Dim) -> Dim> {
 
 /// Applies `f` to the shape values of inputs 0 and 1 (one of them may be a single element).
 fn dims_binary(ctx: &NodeCtx, f: fn(&Dim, &Dim) -> Dim) -> Option<Vec<Dim>> {
+    dims_binary_with(ctx, |a, b| Some(f(a, b)))
+}
+
+/// Like [`dims_binary`] with a partial `f`: `None` when any element is undecided.
+fn dims_binary_with<T>(ctx: &NodeCtx, f: impl Fn(&Dim, &Dim) -> Option<T>) -> Option<Vec<T>> {
     let a = ctx.dims_value(0)?;
     let b = ctx.dims_value(1)?;
     let n = a.len().max(b.len());
@@ -244,7 +249,7 @@ fn dims_binary(ctx: &NodeCtx, f: fn(&Dim, &Dim) -> Dim) -> Option<Vec<Dim>> {
         return None;
     }
     let at = |v: &[Dim], i: usize| v[if v.len() == 1 { 0 } else { i }].clone();
-    Some((0..n).map(|i| f(&at(&a, i), &at(&b, i))).collect())
+    (0..n).map(|i| f(&at(&a, i), &at(&b, i))).collect()
 }
 
 type IntTest = fn(i64, i64) -> bool;
@@ -266,8 +271,28 @@ fn comparison(ctx: &mut NodeCtx) -> Result<()> {
         if let Some(c) = fold::compare(a, b, int, float) {
             ctx.set_constant(0, c);
         }
+    } else if ctx.node().op_type == "Equal"
+        && let Some(eq) = dims_binary_with(ctx, dims_equal)
+    {
+        let n = eq.len();
+        let values = eq.into_iter().map(i64::from).collect();
+        if let Some(c) = fold::int_tensor(DType::Bool, &[n], values) {
+            ctx.set_constant(0, c);
+        }
     }
     Ok(())
+}
+
+/// Whether two shape-value elements are equal, when that is decided: known values compare, a
+/// symbol equals itself, and a symbol (a real dimension, never negative) differs from a
+/// negative value, such as the `-1` exporters test for in `expand(batch, -1, -1)`.
+fn dims_equal(a: &Dim, b: &Dim) -> Option<bool> {
+    match (a, b) {
+        (Dim::Known(x), Dim::Known(y)) => Some(x == y),
+        (Dim::Symbol(x), Dim::Symbol(y)) if x == y => Some(true),
+        (Dim::Symbol(_), Dim::Known(v)) | (Dim::Known(v), Dim::Symbol(_)) if *v < 0 => Some(false),
+        _ => None,
+    }
 }
 
 /// Max/Min/Sum/Mean over any number of broadcast inputs.
@@ -301,12 +326,35 @@ fn where_(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(1)?;
     let shape = broadcast_inputs(ctx, [0, 1, 2])?;
     ctx.set_tensor(0, dtype, shape);
-    if let (Some(c), Some(x), Some(y)) = (ctx.constant(0), ctx.constant(1), ctx.constant(2))
-        && let Some(v) = fold::where_select(c, x, y)
-    {
-        ctx.set_constant(0, v);
+    if let (Some(c), Some(x), Some(y)) = (ctx.constant(0), ctx.constant(1), ctx.constant(2)) {
+        if let Some(v) = fold::where_select(c, x, y) {
+            ctx.set_constant(0, v);
+        }
+    } else if let Some(d) = where_dims(ctx) {
+        ctx.set_dims_value(0, d);
     }
     Ok(())
+}
+
+/// `Where` over shape values with a known 1-D condition, e.g. `Where(shape == -1, 1, shape)`
+/// in `expand(batch, -1, -1)` exports: the chosen elements of `x` and `y`.
+fn where_dims(ctx: &NodeCtx) -> Option<Vec<Dim>> {
+    let cond = ctx.constant(0).filter(|c| c.shape().len() <= 1)?.to_i64_vec()?;
+    let x = ctx.dims_value(1)?;
+    let y = ctx.dims_value(2)?;
+    let n = cond.len().max(x.len()).max(y.len());
+    if [cond.len(), x.len(), y.len()].iter().any(|&l| l != n && l != 1) {
+        return None;
+    }
+    let at = |l: usize, i: usize| if l == 1 { 0 } else { i };
+    Some(
+        (0..n)
+            .map(|i| {
+                let pick = if cond[at(cond.len(), i)] != 0 { &x } else { &y };
+                pick[at(pick.len(), i)].clone()
+            })
+            .collect(),
+    )
 }
 
 /// `Cast` (attribute `to`) and `CastLike` (second input's type).

@@ -249,8 +249,10 @@ fn tree_ensemble_classifier(ctx: &mut NodeCtx) -> Result<()> {
     Ok(())
 }
 
-/// A sequence of maps from the class labels to float scores.
+/// A sequence of maps from the class labels to float scores; the scores must be `[N, C]` or
+/// `[C]` (ONNX's shape rule).
 fn zip_map(ctx: &mut NodeCtx) -> Result<()> {
+    batch_of_1d_or_2d(ctx)?;
     let key = if ctx.attr("classlabels_strings").is_some() { DType::String } else { DType::Int64 };
     let map = ValueType::Map(key, Box::new(ValueType::tensor(DType::Float, vec![])));
     ctx.set(0, ValueType::Sequence(Box::new(map)));

@@ -142,8 +142,29 @@ fn inferred_dim(input: &[Dim], out: &[Dim], at: usize) -> Result<Dim, String> {
         Dim::Known(n) if n % known_out == 0 => Ok(Dim::Known(n / known_out)),
         Dim::Known(n) => Err(format!("cannot reshape {n} elements with {known_out} per -1 step")),
         other if known_out == 1 => Ok(other),
-        _ => Ok(Dim::Unknown),
+        _ => Ok(cancel_known_factors(&rest, known_out)),
     }
+}
+
+/// `product(rest) / known_out` when the known dims of `rest` are divisible by `known_out`
+/// (`[batch, 512, 1, 1]` to `[-1, 512]` gives `batch`); `Unknown` otherwise.
+fn cancel_known_factors(rest: &[&Dim], known_out: i64) -> Dim {
+    let mut known_in = 1i64;
+    let mut symbols = Vec::new();
+    for d in rest {
+        match d {
+            Dim::Known(v) => match known_in.checked_mul(*v) {
+                Some(p) => known_in = p,
+                None => return Dim::Unknown,
+            },
+            Dim::Symbol(_) => symbols.push(*d),
+            Dim::Unknown => return Dim::Unknown,
+        }
+    }
+    if known_out == 0 || known_in % known_out != 0 {
+        return Dim::Unknown;
+    }
+    dims::mul(&dims::product(symbols), &Dim::Known(known_in / known_out))
 }
 
 fn to_usize(v: &[i64]) -> Vec<usize> {
