@@ -6,7 +6,8 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::args::ShapeArgs;
-use crate::ir::{Dim, ValueKind, ValueType};
+use crate::ir::{Dim, ValueType};
+use crate::liveness::tensor_kind;
 use crate::pipeline::load_typed;
 use crate::{bail_input, emit, onnx};
 
@@ -35,16 +36,8 @@ pub fn run(args: &ShapesArgs) -> Result<i32> {
     let rows: Vec<_> = graph
         .values
         .iter()
-        .filter(|v| v.kind != ValueKind::OuterScope)
-        .map(|v| {
-            let kind = match v.kind {
-                ValueKind::Initializer => "constant",
-                _ if v.is_output => "output",
-                ValueKind::Input => "input",
-                _ => "intermediate",
-            };
-            (v, kind)
-        })
+        .enumerate()
+        .filter_map(|(id, v)| Some((v, tensor_kind(graph, id)?.name())))
         .collect();
     if let Some(out) = &args.output {
         if std::fs::canonicalize(out).ok() == std::fs::canonicalize(&args.model).ok() {

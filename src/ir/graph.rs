@@ -185,6 +185,16 @@ impl Graph {
         self.value_id(name).map(|id| &self.values[id])
     }
 
+    /// True for model constants: initializers and outputs of default-domain `Constant` nodes.
+    pub fn is_model_constant(&self, id: ValueId) -> bool {
+        let value = &self.values[id];
+        value.kind == ValueKind::Initializer
+            || value.producer.is_some_and(|p| {
+                let node = &self.nodes[p];
+                node.op_type == "Constant" && node.domain.is_empty()
+            })
+    }
+
     fn add_value(&mut self, name: &str, kind: ValueKind) -> ValueId {
         let id = self.values.len();
         self.values.push(Value::new(name, kind));

@@ -58,19 +58,8 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
     let mut symbols = Vec::new();
     let mut tensors = Vec::with_capacity(graph.values.len());
     for (id, value) in graph.values.iter().enumerate() {
-        let kind = match value.kind {
-            ValueKind::Initializer => TensorKind::Constant,
-            ValueKind::NodeOutput
-                if value.producer.is_some_and(|p| {
-                    is_constant_op(&graph.nodes[p].op_type, &graph.nodes[p].domain)
-                }) =>
-            {
-                TensorKind::Constant
-            }
-            _ if value.is_output => TensorKind::Output,
-            ValueKind::Input => TensorKind::Input,
-            ValueKind::NodeOutput => TensorKind::Intermediate,
-            ValueKind::OuterScope => continue,
+        let Some(kind) = tensor_kind(graph, id) else {
+            continue;
         };
         let first = value.producer.map_or(0, |p| step_of[p]);
         let mut last = value
@@ -158,7 +147,18 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
     Ok(tensors)
 }
 
-/// Operators whose outputs are model constants rather than arena tensors.
-fn is_constant_op(op_type: &str, domain: &str) -> bool {
-    domain.is_empty() && op_type == "Constant"
+/// What a value is to the runtime; `None` for outer-scope references (subgraphs only).
+pub fn tensor_kind(graph: &Graph, id: ValueId) -> Option<TensorKind> {
+    let value = &graph.values[id];
+    Some(if value.kind == ValueKind::OuterScope {
+        return None;
+    } else if graph.is_model_constant(id) {
+        TensorKind::Constant
+    } else if value.is_output {
+        TensorKind::Output
+    } else if value.kind == ValueKind::Input {
+        TensorKind::Input
+    } else {
+        TensorKind::Intermediate
+    })
 }

@@ -8,4 +8,4 @@ pub mod rules;
 
 pub use choose::analyse_best;
 pub use groups::{Buffer, Liveness, LivenessOptions, Sharing, analyse, analyse_with};
-pub use lifetimes::{TensorKind, TensorLife, lifetimes};
+pub use lifetimes::{TensorKind, TensorLife, lifetimes, tensor_kind};

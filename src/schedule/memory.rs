@@ -72,15 +72,12 @@ struct Costs {
 
 impl Costs {
     fn new(graph: &Graph) -> Costs {
-        let is_constant_node = |n: &crate::ir::Node| n.op_type == "Constant" && n.domain.is_empty();
         let bytes = graph
             .values
             .iter()
-            .map(|v| {
-                let constant = v.kind == ValueKind::Initializer
-                    || v.producer
-                        .is_some_and(|p| is_constant_node(&graph.nodes[p]));
-                if constant {
+            .enumerate()
+            .map(|(id, v)| {
+                if graph.is_model_constant(id) {
                     0
                 } else {
                     v.tensor_type().and_then(|t| t.bytes()).unwrap_or(0)
