@@ -570,6 +570,8 @@ mod tests {
             budget: 1 << 20,
             method: "spill".into(),
             migrated_bytes: 128,
+            segments_migrated_bytes: None,
+            spill_migrated_bytes: Some(128),
             baseline: "farthest next use".into(),
             baseline_migrated_bytes: Some(256),
             transfers: vec![crate::emit::Transfer {

@@ -115,6 +115,12 @@ pub struct OffloadInfo {
     pub method: String,
     /// Bytes moved between host and device by `transfers`.
     pub migrated_bytes: u64,
+    /// Bytes S4's segment planner migrates (`None`: it found no plan within the budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_migrated_bytes: Option<u64>,
+    /// Bytes the spill planner migrates (`None`: it found no plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_migrated_bytes: Option<u64>,
     /// The baseline policy measured in the same run.
     pub baseline: String,
     /// Bytes the baseline policy moves (`None` when it cannot fit some step).

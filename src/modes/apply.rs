@@ -80,6 +80,8 @@ pub fn finish(
                 budget,
                 method: "none needed".into(),
                 migrated_bytes: 0,
+                segments_migrated_bytes: None,
+                spill_migrated_bytes: None,
                 baseline: "farthest next use".into(),
                 baseline_migrated_bytes: Some(0),
                 transfers: Vec::new(),
@@ -115,11 +117,13 @@ pub fn summary(table: &Table) -> String {
     }
     if let Some(o) = &table.offload {
         s += &format!(
-            "; budget {}: migrated {} bytes in {} transfers ({}), {} {}",
+            "; budget {}: migrated {} bytes in {} transfers ({}; segments {}), {} {}",
             o.budget,
             o.migrated_bytes,
             o.transfers.len(),
             o.method,
+            o.segments_migrated_bytes
+                .map_or("no plan".into(), |b| format!("{b} bytes")),
             o.baseline,
             o.baseline_migrated_bytes
                 .map_or("cannot fit".into(), |b| format!("{b} bytes"))

@@ -135,6 +135,8 @@ pub fn plan_budget(
             budget,
             method: outcome.method.to_string(),
             migrated_bytes: outcome.plan.migrated,
+            segments_migrated_bytes: outcome.segments_migrated,
+            spill_migrated_bytes: outcome.spill_migrated,
             baseline: "farthest next use".into(),
             baseline_migrated_bytes: baseline.map(|p| p.migrated),
             transfers,

@@ -159,6 +159,25 @@ pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, Infeasible
     if bytes > problem.budget {
         return Err(Infeasible::Step { step, bytes });
     }
+    if units.is_empty() {
+        let residency = Residency {
+            stays: vec![Vec::new(); problem.objects.len()],
+        };
+        let plan = Plan {
+            residency,
+            migrated: 0,
+            arena: 0,
+        };
+        let outcome = Outcome {
+            baseline: Some(plan.clone()),
+            plan,
+            method: "none needed",
+            segments_migrated: Some(0),
+            spill_migrated: Some(0),
+            rounds: 0,
+        };
+        return Ok(outcome);
+    }
     let mut rounds = 0;
     let segments = segments::layout(problem, &units).ok().and_then(|segments| {
         let (assignment, r) = genetic::search(problem, &units, &segments, options);

@@ -116,3 +116,31 @@ fn checker_catches_bad_residency() {
     };
     assert!(check(&small, &good).is_err());
 }
+
+/// Degenerate inputs: nothing to place, and an object that is never accessed.
+#[test]
+fn empty_and_unused_objects() {
+    let none = Offload {
+        objects: Vec::new(),
+        budget: 64,
+        alignment: 64,
+    };
+    let out = solve(&none, &Options::default()).unwrap();
+    assert_eq!(out.plan.migrated, 0);
+    let unused = Offload {
+        objects: vec![
+            Object {
+                size: 64,
+                accesses: Vec::new(),
+            },
+            object(64, &[0, 1]),
+        ],
+        budget: 64,
+        alignment: 64,
+    };
+    let out = solve(&unused, &Options::default()).unwrap();
+    assert_eq!(
+        (out.plan.residency.stays[0].len(), out.plan.migrated),
+        (0, 0)
+    );
+}

@@ -18,7 +18,7 @@ pub struct Unit {
 /// Objects at most this fraction of the budget count as small.
 const SMALL_DIVISOR: u64 = 128;
 
-/// Groups the objects into units.
+/// Groups the objects into units (objects without accesses are left out).
 pub fn merge(problem: &Offload) -> Vec<Unit> {
     let objects = &problem.objects;
     let small = problem.budget / SMALL_DIVISOR;
@@ -42,7 +42,12 @@ pub fn merge(problem: &Offload) -> Vec<Unit> {
     }
     let mut unit_of = vec![usize::MAX; objects.len()];
     let mut units: Vec<Unit> = Vec::new();
-    for (o, object) in objects.iter().enumerate() {
+    // Objects never accessed never need the device.
+    for (o, object) in objects
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| !o.accesses.is_empty())
+    {
         let r = root(&mut parent, o);
         if unit_of[r] == usize::MAX {
             unit_of[r] = units.len();
