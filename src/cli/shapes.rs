@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use std::io::Write;
+
 use anyhow::Result;
 use serde_json::json;
 
@@ -46,6 +48,7 @@ pub fn run(args: &ShapesArgs) -> Result<i32> {
         onnx::copy_external_files(&proto, &args.model, out)?;
         onnx::save_model(&emit::with_inferred_types(&proto, graph), out)?;
     }
+    let mut text = String::new();
     if args.json {
         let list: Vec<_> = rows
             .iter()
@@ -57,7 +60,7 @@ pub fn run(args: &ShapesArgs) -> Result<i32> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        text = serde_json::to_string_pretty(&list)? + "\n";
     } else {
         let width = rows
             .iter()
@@ -69,8 +72,13 @@ pub fn run(args: &ShapesArgs) -> Result<i32> {
             let ty =
                 v.ty.as_ref()
                     .map_or_else(|| "unknown".to_string(), ValueType::to_string);
-            println!("{:<width$}  {:<12}  {ty}", v.name, kind);
+            text += &format!("{:<width$}  {:<12}  {ty}\n", v.name, kind);
         }
+    }
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
     }
     Ok(0)
 }
