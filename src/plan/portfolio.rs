@@ -1,0 +1,200 @@
+//! Running planners by name, and `auto`: the fast heuristics, then the exact search.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::bounds::lower_bound;
+use super::exact::exact;
+use super::free_list::s2_free_list;
+use super::genetic::{Budget, s3_genetic};
+use super::greedy::{Order, greedy};
+use super::options::{PlanOptions, PlannerChoice};
+use super::place::Fit;
+use super::problem::{Problem, Solution, arena_of};
+
+/// The fast (greedy, O(n log n)-ish) planners `auto` always runs.
+pub const HEURISTICS: [PlannerChoice; 7] = [
+    PlannerChoice::GreedyBySize,
+    PlannerChoice::GreedyByBreadth,
+    PlannerChoice::BestFitSize,
+    PlannerChoice::BestFitLifetime,
+    PlannerChoice::BestFitArea,
+    PlannerChoice::BestFitStart,
+    PlannerChoice::S2FreeList,
+];
+
+/// Above this many buffers `auto` improves on the heuristics with the genetic search instead of
+/// the exact one, whose nodes cost time linear in the problem size.
+const EXACT_MAX_BUFFERS: usize = 5000;
+
+/// Runs the chosen planner on a validated problem.
+pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
+    let deadline = Instant::now() + options.time_limit;
+    let bound = lower_bound(problem);
+    let good_enough = bound.max(options.capacity.unwrap_or(0));
+    match options.planner {
+        PlannerChoice::Auto => auto(problem, options, deadline, bound),
+        PlannerChoice::S3Genetic => {
+            let budget = Budget {
+                deadline,
+                good_enough,
+                seed: options.seed,
+            };
+            finish(
+                problem,
+                s3_genetic(problem, &budget),
+                options.planner,
+                bound,
+            )
+        }
+        PlannerChoice::Exact => {
+            let start = heuristic(problem, PlannerChoice::GreedyBySize);
+            improve_exactly(problem, &start, options, deadline, bound)
+        }
+        fast => finish(problem, heuristic(problem, fast), fast, bound),
+    }
+}
+
+/// Offsets from one of the [`HEURISTICS`] (any other choice falls back to greedy-by-size).
+fn heuristic(problem: &Problem, choice: PlannerChoice) -> Vec<u64> {
+    match choice {
+        PlannerChoice::GreedyByBreadth => greedy(problem, Order::Breadth, Fit::Best),
+        PlannerChoice::BestFitSize => greedy(problem, Order::Size, Fit::Best),
+        PlannerChoice::BestFitLifetime => greedy(problem, Order::Lifetime, Fit::Best),
+        PlannerChoice::BestFitArea => greedy(problem, Order::Area, Fit::Best),
+        PlannerChoice::BestFitStart => greedy(problem, Order::Start, Fit::Best),
+        PlannerChoice::S2FreeList => s2_free_list(problem),
+        _ => greedy(problem, Order::Size, Fit::Lowest),
+    }
+}
+
+fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u64) -> Solution {
+    let arena = arena_of(problem, &offsets);
+    Solution {
+        offsets,
+        arena,
+        planner: planner.name().to_string(),
+        proven_optimal: arena <= bound,
+        lower_bound: bound,
+    }
+}
+
+/// The best heuristic; then, unless it meets the bound or the capacity, the exact search (or the
+/// genetic one on large problems) until the deadline.
+fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64) -> Solution {
+    let best = HEURISTICS
+        .par_iter()
+        .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
+        .min_by_key(|s| s.arena)
+        .unwrap_or_else(|| finish(problem, Vec::new(), PlannerChoice::Auto, bound));
+    let met = options
+        .capacity
+        .is_some_and(|c| best.arena <= c || bound > c);
+    if best.proven_optimal || met {
+        return best;
+    }
+    let nonvoid = problem.buffers.iter().filter(|b| !b.is_void()).count();
+    if nonvoid > EXACT_MAX_BUFFERS {
+        let budget = Budget {
+            deadline,
+            good_enough: bound.max(options.capacity.unwrap_or(0)),
+            seed: options.seed,
+        };
+        let evolved = finish(
+            problem,
+            s3_genetic(problem, &budget),
+            PlannerChoice::S3Genetic,
+            bound,
+        );
+        return if evolved.arena < best.arena {
+            evolved
+        } else {
+            best
+        };
+    }
+    let improved = improve_exactly(problem, &best.offsets, options, deadline, bound);
+    if improved.arena < best.arena {
+        improved
+    } else {
+        Solution {
+            lower_bound: improved.lower_bound,
+            proven_optimal: best.arena <= improved.lower_bound,
+            ..best
+        }
+    }
+}
+
+fn improve_exactly(
+    problem: &Problem,
+    start: &[u64],
+    options: &PlanOptions,
+    deadline: Instant,
+    bound: u64,
+) -> Solution {
+    let result = exact(problem, start, options.capacity, deadline);
+    let lower_bound = result.lower_bound.max(bound);
+    Solution {
+        proven_optimal: result.arena <= lower_bound,
+        offsets: result.offsets,
+        arena: result.arena,
+        planner: PlannerChoice::Exact.name().to_string(),
+        lower_bound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{planner_names, synth, verify};
+    use std::time::Duration;
+
+    #[test]
+    fn every_planner_verifies_on_random_problems() {
+        let planners: Vec<PlannerChoice> = planner_names()
+            .iter()
+            .map(|name| name.parse().expect("known"))
+            .collect();
+        for seed in 0..300u64 {
+            let n = 1 + (seed % 40) as usize;
+            let alignment = [1, 4, 16][(seed % 3) as usize];
+            let p = synth::random(n, 1 + (seed % 25) as u32, 1 + seed % 200, alignment, seed);
+            let mut fastest = u64::MAX;
+            for &planner in &planners {
+                let options = PlanOptions {
+                    planner,
+                    time_limit: Duration::from_millis(20),
+                    seed,
+                    capacity: None,
+                };
+                let s = run(&p, &options);
+                assert_eq!(verify(&p, &s), Ok(()), "{planner} seed {seed}");
+                assert!(s.lower_bound <= s.arena, "{planner} seed {seed}");
+                assert_eq!(s.proven_optimal, s.arena == s.lower_bound, "{planner}");
+                if HEURISTICS.contains(&planner) {
+                    fastest = fastest.min(s.arena);
+                } else if planner == PlannerChoice::Auto {
+                    assert!(s.arena <= fastest, "auto keeps the best heuristic");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn auto_stops_at_a_met_capacity_and_reports_an_impossible_one() {
+        let p = synth::network_like(300, 5);
+        let bound = lower_bound(&p);
+        let roomy = PlanOptions {
+            capacity: Some(u64::MAX / 4),
+            ..PlanOptions::default()
+        };
+        let s = run(&p, &roomy);
+        assert!(HEURISTICS.iter().any(|h| h.name() == s.planner));
+        let impossible = PlanOptions {
+            capacity: Some(bound - 1),
+            ..PlanOptions::default()
+        };
+        let s = run(&p, &impossible);
+        assert!(s.lower_bound > bound - 1);
+    }
+}
