@@ -24,12 +24,12 @@ pub struct CsvProblem {
 #[derive(Debug, thiserror::Error)]
 pub enum CsvError {
     /// The file could not be read.
-    #[error("{file}: {source}")]
+    #[error("{file}: {error}")]
     Io {
         /// The file.
         file: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, so the error reads as one line).
+        error: std::io::Error,
     },
     /// The content is malformed.
     #[error("{file}:{line}: {message}")]
@@ -46,9 +46,9 @@ pub enum CsvError {
 /// Reads a problem from a CSV file.
 pub fn read_csv(path: &Path) -> Result<CsvProblem, CsvError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| CsvError::Io {
+    let text = std::fs::read_to_string(path).map_err(|error| CsvError::Io {
         file: file.clone(),
-        source,
+        error,
     })?;
     parse_csv(&text, &file)
 }

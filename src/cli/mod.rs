@@ -1,0 +1,3 @@
+//! Subcommands of the `onnx-memplan` binary, one module each.
+
+pub mod solve;
