@@ -35,7 +35,9 @@ struct Individual {
     arena: u64,
 }
 
-/// Runs the genetic search and returns the best offsets found.
+/// Runs the genetic search and returns the best offsets found. The deadline is checked before
+/// every decoding after the first, so on large problems the search may stop with fewer
+/// individuals or generations than configured.
 pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
     let mut rng = Rng::new(budget.seed);
     let mut placer = Placer::new(problem);
@@ -48,6 +50,7 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
             arena,
         }
     };
+    let out_of_time = || Instant::now() >= budget.deadline;
     let seeds = [
         Order::Size,
         Order::Area,
@@ -55,14 +58,19 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
         Order::Breadth,
         Order::Start,
     ];
-    let mut population: Vec<Individual> =
-        seeds.iter().map(|&o| decode(sorted(problem, o))).collect();
+    let mut population = vec![decode(sorted(problem, seeds[0]))];
+    for &order in &seeds[1..] {
+        if out_of_time() {
+            break;
+        }
+        population.push(decode(sorted(problem, order)));
+    }
     population.sort_by_key(|ind| ind.arena);
     if population[0].order.len() < 2 {
         return population.swap_remove(0).offsets;
     }
     let base = population[0].order.clone();
-    while population.len() < POPULATION {
+    while population.len() < POPULATION && !out_of_time() {
         let mut order = base.clone();
         for _ in 0..=order.len() / 8 {
             swap_mutation(&mut order, &mut rng);
@@ -72,16 +80,15 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
     population.sort_by_key(|ind| ind.arena);
     let mut stale = 0;
     for _ in 0..GENERATIONS {
-        if population[0].arena <= budget.good_enough
-            || stale >= PATIENCE
-            || Instant::now() >= budget.deadline
-        {
+        if population[0].arena <= budget.good_enough || stale >= PATIENCE || out_of_time() {
             break;
         }
-        let mut next: Vec<Individual> = population.drain(..ELITE).collect();
-        while next.len() < POPULATION {
-            let a = tournament(&population, &next, &mut rng);
-            let b = tournament(&population, &next, &mut rng);
+        let previous = population[0].arena;
+        let elite = ELITE.min(population.len() - 1);
+        let mut next: Vec<Individual> = population.drain(..elite).collect();
+        while next.len() < POPULATION && !out_of_time() {
+            let a = tournament(&population, &next[..elite], &mut rng);
+            let b = tournament(&population, &next[..elite], &mut rng);
             let mut child = order_crossover(&a.order, &b.order, &mut rng);
             match rng.below(4) {
                 0 => swap_mutation(&mut child, &mut rng),
@@ -91,8 +98,11 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
             }
             next.push(decode(child));
         }
-        let previous = next[0].arena;
+        if next.len() < POPULATION {
+            next.append(&mut population);
+        }
         next.sort_by_key(|ind| ind.arena);
+        next.truncate(POPULATION);
         stale = if next[0].arena < previous {
             0
         } else {
@@ -103,14 +113,14 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
     population.swap_remove(0).offsets
 }
 
-/// Picks the better of three random individuals from the elite and the rest.
+/// Picks the best of three random members of the previous generation (its elite and the rest).
 fn tournament<'a>(
     rest: &'a [Individual],
     elite: &'a [Individual],
     rng: &mut Rng,
 ) -> &'a Individual {
     let pick = |rng: &mut Rng| {
-        let k = rng.index(rest.len() + ELITE.min(elite.len()));
+        let k = rng.index(rest.len() + elite.len());
         if k < rest.len() {
             &rest[k]
         } else {

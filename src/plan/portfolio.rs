@@ -28,6 +28,18 @@ pub const HEURISTICS: [PlannerChoice; 7] = [
 /// the exact one, whose nodes cost time linear in the problem size.
 const EXACT_MAX_BUFFERS: usize = 5000;
 
+/// Above this many buffers `auto` runs only [`LARGE_HEURISTICS`] and no search: each heuristic
+/// then takes seconds, and a genetic generation many times that.
+const LARGE: usize = 100_000;
+
+/// The heuristics `auto` runs on large problems: those that are usually best on network-like
+/// lifetimes.
+const LARGE_HEURISTICS: [PlannerChoice; 3] = [
+    PlannerChoice::GreedyBySize,
+    PlannerChoice::BestFitSize,
+    PlannerChoice::GreedyByBreadth,
+];
+
 /// Runs the chosen planner on a validated problem.
 pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
     let deadline = Instant::now() + options.time_limit;
@@ -81,9 +93,15 @@ fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u
 }
 
 /// The best heuristic; then, unless it meets the bound or the capacity, the exact search (or the
-/// genetic one on large problems) until the deadline.
+/// genetic one on larger problems, or nothing on the largest) until the deadline.
 fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64) -> Solution {
-    let best = HEURISTICS
+    let nonvoid = problem.buffers.iter().filter(|b| !b.is_void()).count();
+    let heuristics: &[PlannerChoice] = if nonvoid > LARGE {
+        &LARGE_HEURISTICS
+    } else {
+        &HEURISTICS
+    };
+    let best = heuristics
         .par_iter()
         .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
         .min_by_key(|s| s.arena)
@@ -91,10 +109,9 @@ fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64)
     let met = options
         .capacity
         .is_some_and(|c| best.arena <= c || bound > c);
-    if best.proven_optimal || met {
+    if best.proven_optimal || met || nonvoid > LARGE {
         return best;
     }
-    let nonvoid = problem.buffers.iter().filter(|b| !b.is_void()).count();
     if nonvoid > EXACT_MAX_BUFFERS {
         let budget = Budget {
             deadline,

@@ -51,14 +51,12 @@ impl<'p> Placer<'p> {
             return 0;
         }
         self.occupied.clear();
-        let offsets = &self.offsets;
         let occupied = &mut self.occupied;
-        self.index.for_each_conflict(&buffer, |j| {
-            occupied.push((offsets[j], offsets[j] + self.problem.buffers[j].size));
-        });
+        self.index
+            .for_each_conflict(i, |offset, top| occupied.push((offset, top)));
         let offset = choose_gap(&mut self.occupied, buffer.size, self.problem.alignment, fit);
         self.offsets[i] = offset;
-        self.index.insert(i, &buffer);
+        self.index.insert(i, offset, offset + buffer.size);
         offset
     }
 }
