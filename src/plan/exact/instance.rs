@@ -23,6 +23,8 @@ pub(super) struct Instance {
     pub(super) alignment: u64,
     /// For each buffer, the buffers whose section ranges intersect its own.
     pub(super) conflicts: Vec<Vec<u32>>,
+    /// For each section, the buffers covering it.
+    pub(super) covering: Vec<Vec<u32>>,
     /// For each buffer, the previous identical buffer (same size and lifetime), or [`NONE`]:
     /// identical buffers are interchangeable, so the search places them in index order.
     pub(super) twin_before: Vec<u32>,
@@ -52,6 +54,12 @@ impl Instance {
         let sections = timeline.sections();
         let twin_before = twins(&sub.buffers);
         let conflicts = conflict_lists(&lo, &hi);
+        let mut covering = vec![Vec::new(); sections];
+        for b in 0..n {
+            for s in lo[b]..hi[b] {
+                covering[s as usize].push(b as u32);
+            }
+        }
         Instance {
             size,
             length,
@@ -60,6 +68,7 @@ impl Instance {
             sections,
             alignment: problem.alignment,
             conflicts,
+            covering,
             twin_before,
         }
     }

@@ -17,7 +17,7 @@
 //! **Pruning.** Every unplaced buffer has a lowest possible offset: its floor if it can still be
 //! placed at or above the level, otherwise (it was passed over) the level plus the smallest size
 //! still to place, since it must then rest on a buffer placed later. In each section, the unplaced
-//! buffers are lowest_in above the lowest of their lowest offsets, so that plus their total size
+//! buffers are stacked above the lowest of their lowest offsets, so that plus their total size
 //! must fit in the cap. A buffer that would fit entirely below the level has free
 //! space under it for good, so every completion could move it down: such a partial placement is
 //! dropped, which keeps only *compact* placements (some optimal placement is compact, as each such
@@ -123,8 +123,12 @@ pub(super) struct Solver<'a> {
     scratch: Vec<u32>,
     /// Per node: how many sections before each one were passed at the current level.
     passed_before: Vec<u32>,
-    /// Per node: the lowest offset any unplaced buffer covering each section can get.
-    lowest_in: Vec<u64>,
+    /// Per node: whether each unplaced buffer is a candidate.
+    is_candidate: Vec<bool>,
+    /// Per node: the lowest offset each unplaced buffer can get.
+    lowest_of: Vec<u64>,
+    /// Per section, the buffer that last showed the section's bound holds (checked first).
+    witness: Vec<u32>,
     covered: Vec<u32>,
     failed: HashSet<u64>,
 }
@@ -165,7 +169,13 @@ impl<'a> Solver<'a> {
             floor: vec![0; n],
             scratch: Vec::with_capacity(n),
             passed_before: vec![0; inst.sections + 1],
-            lowest_in: vec![0; inst.sections],
+            is_candidate: vec![false; n],
+            lowest_of: vec![0; n],
+            witness: inst
+                .covering
+                .iter()
+                .map(|c| c.first().copied().unwrap_or(0))
+                .collect(),
             covered: vec![0; inst.sections],
             failed: HashSet::new(),
         }
@@ -287,14 +297,17 @@ impl<'a> Solver<'a> {
             && self.passed_before[hi] == self.passed_before[lo]
     }
 
-    /// Counts, for the part's sections, those passed at `level`.
-    fn count_passed(&mut self, part: &Part, level: u64) {
+    /// Marks the candidates among the unplaced buffers at `at` (see [`Self::candidate`]).
+    fn mark_candidates(&mut self, part: &Part, unplaced: &[u32], at: Position) {
         let mut count = 0;
         for s in part.lo..part.hi {
             self.passed_before[s] = count;
-            count += u32::from(self.passed_at[s] == level);
+            count += u32::from(self.passed_at[s] == at.level);
         }
         self.passed_before[part.hi] = count;
+        for &b in unplaced {
+            self.is_candidate[b as usize] = self.candidate(b as usize, at);
+        }
     }
 
     /// Examines the situation after a branch: solved, failed (bounds, dominance or memory), split
@@ -344,7 +357,7 @@ impl<'a> Solver<'a> {
         mut at: Position,
     ) -> Result<Opened, Stop> {
         let hole = loop {
-            self.count_passed(part, at.level);
+            self.mark_candidates(part, unplaced, at);
             if let Some(hole) = self.find_hole(unplaced, at) {
                 break hole;
             }
@@ -364,7 +377,7 @@ impl<'a> Solver<'a> {
         let first = self.candidates.len();
         for &b in unplaced {
             let bu = b as usize;
-            if self.inst.lo[bu] <= hole && hole < self.inst.hi[bu] && self.candidate(bu, at) {
+            if self.inst.lo[bu] <= hole && hole < self.inst.hi[bu] && self.is_candidate[bu] {
                 self.candidates.push(b);
             }
         }
@@ -390,7 +403,7 @@ impl<'a> Solver<'a> {
         unplaced: &[u32],
         at: Position,
     ) -> Result<Opened, Stop> {
-        self.count_passed(part, at.level);
+        self.mark_candidates(part, unplaced, at);
         let Some(key) = self.prune(part, unplaced, at) else {
             return Ok(Opened::Failed);
         };
@@ -403,7 +416,7 @@ impl<'a> Solver<'a> {
         for &b in unplaced {
             let bu = b as usize;
             let f = self.floor[bu];
-            if f < lowest_top && self.eligible(bu) && (f > at.level || self.candidate(bu, at)) {
+            if f < lowest_top && self.eligible(bu) && (f > at.level || self.is_candidate[bu]) {
                 self.candidates.push(b);
             }
         }
@@ -460,7 +473,7 @@ impl<'a> Solver<'a> {
         let mut range: Option<(usize, usize)> = None;
         for &b in unplaced {
             let b = b as usize;
-            if self.candidate(b, at) {
+            if self.is_candidate[b] {
                 let (lo, hi) = (self.inst.lo[b] as usize, self.inst.hi[b] as usize);
                 for c in &mut self.covered[lo..hi] {
                     *c += 1;
@@ -501,10 +514,11 @@ impl<'a> Solver<'a> {
         })
     }
 
-    /// The lowest offset `b` can still get: its floor, or above the level if passed over.
+    /// The lowest offset `b` can still get: its floor, or above the level if passed over
+    /// (candidates must be marked).
     fn lowest(&self, b: usize, at: Position, passed_over: u64) -> u64 {
         let f = self.floor[b];
-        if f > at.level || self.candidate(b, at) {
+        if f > at.level || self.is_candidate[b] {
             f
         } else {
             passed_over
@@ -512,7 +526,9 @@ impl<'a> Solver<'a> {
     }
 
     /// The stacking bound of the module documentation, against the current cap: in each
-    /// section, the unplaced buffers stack above the lowest offset any of them can get.
+    /// section, the unplaced buffers stack above the lowest offset any of them can get. A section
+    /// passes as soon as one buffer covering it can start low enough; the one found last time is
+    /// tried first, so most sections take one step.
     fn bounds_hold(&mut self, part: &Part, unplaced: &[u32], at: Position) -> bool {
         let smallest = unplaced
             .iter()
@@ -520,20 +536,39 @@ impl<'a> Solver<'a> {
             .min()
             .unwrap_or(0);
         let passed_over = align_up(at.level + smallest, self.inst.alignment);
-        self.lowest_in[part.lo..part.hi].fill(u64::MAX);
         for &b in unplaced {
             let b = b as usize;
             let lowest = self.lowest(b, at, passed_over);
             if lowest + self.inst.size[b] > self.cap {
                 return false;
             }
-            let (lo, hi) = (self.inst.lo[b] as usize, self.inst.hi[b] as usize);
-            for low in &mut self.lowest_in[lo..hi] {
-                *low = (*low).min(lowest);
+            self.lowest_of[b] = lowest;
+        }
+        for s in part.lo..part.hi {
+            let rem = self.remaining[s];
+            if rem == 0 {
+                continue;
+            }
+            if rem > self.cap {
+                return false;
+            }
+            let low_enough = |b: u32| {
+                let b = b as usize;
+                !self.placed[b] && self.lowest_of[b] <= self.cap - rem
+            };
+            if low_enough(self.witness[s]) {
+                continue;
+            }
+            match self.inst.covering[s]
+                .iter()
+                .copied()
+                .find(|&b| low_enough(b))
+            {
+                Some(b) => self.witness[s] = b,
+                None => return false,
             }
         }
-        (part.lo..part.hi)
-            .all(|s| self.remaining[s] == 0 || self.lowest_in[s] + self.remaining[s] <= self.cap)
+        true
     }
 
     /// A hash of what the rest of this part's search depends on.
@@ -541,7 +576,7 @@ impl<'a> Solver<'a> {
         let mut key = mix(at.level);
         for &b in unplaced {
             let bu = b as usize;
-            let passed = self.floor[bu] == at.level && !self.candidate(bu, at);
+            let passed = self.floor[bu] == at.level && !self.is_candidate[bu];
             key ^= mix(2 * u64::from(b) + u64::from(passed) + 0x5151);
         }
         for s in part.lo..part.hi {
