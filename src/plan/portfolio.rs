@@ -24,8 +24,12 @@ pub const HEURISTICS: [PlannerChoice; 7] = [
     PlannerChoice::S2FreeList,
 ];
 
-/// Above this many buffers `auto` improves on the heuristics with the genetic search instead of
-/// the exact one, whose nodes cost time linear in the problem size.
+/// Up to this many buffers `auto` improves on the heuristics with the exact search alone.
+const EXACT_ALONE_BUFFERS: usize = 1500;
+
+/// Up to this many buffers `auto` runs the exact and the genetic search side by side; above it,
+/// the genetic one alone (the exact search's nodes cost time linear in the problem size, so it
+/// rarely finishes a descent in time).
 const EXACT_MAX_BUFFERS: usize = 5000;
 
 /// Above this many buffers `auto` runs only [`LARGE_HEURISTICS`] and no search: each heuristic
@@ -92,8 +96,8 @@ fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u
     }
 }
 
-/// The best heuristic; then, unless it meets the bound or the capacity, the exact search (or the
-/// genetic one on larger problems, or nothing on the largest) until the deadline.
+/// The best heuristic; then, unless it meets the bound or the capacity, the exact search and/or
+/// the genetic one (by problem size; nothing on the largest) until the deadline.
 fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64) -> Solution {
     let nonvoid = problem.buffers.iter().filter(|b| !b.is_void()).count();
     let heuristics: &[PlannerChoice] = if nonvoid > LARGE {
@@ -112,33 +116,32 @@ fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64)
     if best.proven_optimal || met || nonvoid > LARGE {
         return best;
     }
-    if nonvoid > EXACT_MAX_BUFFERS {
+    let genetic = || {
         let budget = Budget {
             deadline,
             good_enough: bound.max(options.capacity.unwrap_or(0)),
             seed: options.seed,
         };
-        let evolved = finish(
-            problem,
-            s3_genetic(problem, &budget),
-            PlannerChoice::S3Genetic,
-            bound,
-        );
-        return if evolved.arena < best.arena {
-            evolved
-        } else {
-            best
-        };
-    }
-    let improved = improve_exactly(problem, &best.offsets, options, deadline, bound);
-    if improved.arena < best.arena {
-        improved
+        let offsets = s3_genetic(problem, &budget);
+        finish(problem, offsets, PlannerChoice::S3Genetic, bound)
+    };
+    let exact = || improve_exactly(problem, &best.offsets, options, deadline, bound);
+    let found = if nonvoid <= EXACT_ALONE_BUFFERS {
+        vec![exact()]
+    } else if nonvoid <= EXACT_MAX_BUFFERS {
+        let (exact, evolved) = rayon::join(exact, genetic);
+        vec![exact, evolved]
     } else {
-        Solution {
-            lower_bound: improved.lower_bound,
-            proven_optimal: best.arena <= improved.lower_bound,
-            ..best
-        }
+        vec![genetic()]
+    };
+    let lower_bound = found.iter().map(|s| s.lower_bound).fold(bound, u64::max);
+    let winner = found
+        .into_iter()
+        .fold(best, |a, b| if b.arena < a.arena { b } else { a });
+    Solution {
+        proven_optimal: winner.arena <= lower_bound,
+        lower_bound,
+        ..winner
     }
 }
 

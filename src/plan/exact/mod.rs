@@ -118,7 +118,7 @@ pub(crate) fn exact(
     }
 }
 
-/// The node budget of the first attempt; each round through the strategies doubles it.
+/// The smallest node budget of a first attempt; each round through the strategies doubles it.
 const FIRST_BUDGET: u64 = 1000;
 
 /// Runs the search with each strategy in turn under a node budget that doubles every round, so
@@ -129,7 +129,8 @@ fn restarts(
     cap: u64,
     deadline: Instant,
 ) -> Answer {
-    let mut budget = FIRST_BUDGET;
+    // A budget below twice the number of buffers could not even finish one descent.
+    let mut budget = FIRST_BUDGET.max(2 * solver.len() as u64);
     loop {
         for strategy in portfolio {
             match solver.satisfy(cap, strategy, budget, deadline) {

@@ -181,6 +181,11 @@ impl<'a> Solver<'a> {
         }
     }
 
+    /// Number of buffers of the instance.
+    pub(super) fn len(&self) -> usize {
+        self.inst.len()
+    }
+
     /// Finds a placement whose arena is at most `cap` using `strategy`: `Ok(Some(offsets))`, or
     /// `Ok(None)` when none exists, or why it stopped: the deadline, or `budget` nodes explored.
     pub(super) fn satisfy(
