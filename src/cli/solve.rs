@@ -1,88 +1,212 @@
-//! `onnx-memplan solve`: plan a raw DSA problem in MiniMalloc's CSV format.
+//! `onnx-memplan solve PROBLEM.csv`: plan a raw DSA problem in MiniMalloc's CSV format.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, bail};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 
-use crate::plan::{self, PlanOptions, PlannerChoice, csv};
-use crate::{input_error, onnx};
+use crate::plan::csv::{format_csv, read_csv};
+use crate::plan::{PlanOptions, PlannerChoice, Solution, planner_names, solve, verify};
 
 /// Exit code when the capacity could not be met within the time limit.
-pub const EXIT_CAPACITY_NOT_MET: i32 = 3;
+pub const EXIT_NOT_MET: i32 = 3;
 /// Exit code when the capacity is proven impossible.
-pub const EXIT_CAPACITY_IMPOSSIBLE: i32 = 4;
+pub const EXIT_IMPOSSIBLE: i32 = 4;
+/// Exit code when a plan fails its own verification (a bug).
+pub const EXIT_BUG: i32 = 1;
 
 /// Arguments of `solve`.
-#[derive(clap::Args, Debug)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct SolveArgs {
-    /// The problem: CSV with `id,lower,upper,size` rows, lifetime `[lower, upper)`.
+    /// Problem CSV: `id,lower,upper,size`, lifetime `[lower, upper)` (MiniMalloc's format).
     pub problem: PathBuf,
-    /// Arena capacity in bytes the solution must fit.
+    /// Arena capacity in bytes to fit in; the search stops once it is met.
     #[arg(long)]
     pub capacity: Option<u64>,
-    /// Write the rows with an `offset` column here.
-    #[arg(short = 'o', long = "output")]
+    /// Write the solution here: the problem's rows plus an `offset` column.
+    #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
-    /// Planner: `auto` (portfolio, then exact search) or one planner by name.
-    #[arg(long, default_value = "auto")]
+    /// Planner to run.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_parser = PossibleValuesParser::new(planner_names())
+            .try_map(|name| name.parse::<PlannerChoice>())
+    )]
     pub planner: PlannerChoice,
-    /// Seconds the search may take.
-    #[arg(long, default_value_t = 10.0)]
+    /// Time limit in seconds for the searching planners.
+    #[arg(long, default_value = "10")]
     pub time_limit: f64,
     /// Seed for the randomised planners.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value = "0")]
     pub seed: u64,
 }
 
-/// Runs `solve`: 0 when the capacity is met (or none was given), 3 when it was not met within
-/// the time limit, 4 when it is proven impossible.
-pub fn run(args: &SolveArgs) -> Result<i32> {
-    let read = csv::read_csv(&args.problem).map_err(|e| input_error!("{e}"))?;
+/// Runs `solve`: prints a one-line summary to stderr, writes the solution if asked, and returns
+/// the exit code: 0 when the capacity is met (or none was given), [`EXIT_NOT_MET`] when it was
+/// not met within the time limit, [`EXIT_IMPOSSIBLE`] when it is proven impossible, and
+/// [`EXIT_BUG`] if the plan fails verification. Bad input is an `Err`.
+pub fn run(args: &SolveArgs) -> anyhow::Result<i32> {
+    if !args.time_limit.is_finite() || args.time_limit < 0.0 {
+        bail!("--time-limit must be a non-negative number of seconds");
+    }
+    let csv = read_csv(&args.problem)?;
     let options = PlanOptions {
         planner: args.planner,
-        time_limit: Duration::from_secs_f64(args.time_limit.max(0.0)),
+        time_limit: Duration::from_secs_f64(args.time_limit.min(1e9)),
         seed: args.seed,
         capacity: args.capacity,
     };
-    let started = Instant::now();
-    let solution = plan::solve(&read.problem, &options)
-        .map_err(|e| input_error!("{}: {e}", args.problem.display()))?;
-    let ms = started.elapsed().as_secs_f64() * 1e3;
-    plan::verify(&read.problem, &solution).map_err(|e| {
-        anyhow::anyhow!(
-            "bug: {} produced an invalid solution: {e}",
-            solution.planner
-        )
-    })?;
-    if let Some(out) = &args.output {
-        onnx::write_atomic(out, csv::format_csv(&read, &solution.offsets).as_bytes())?;
+    let start = Instant::now();
+    let solution = solve(&csv.problem, &options)
+        .with_context(|| format!("{}: cannot plan", args.problem.display()))?;
+    let elapsed = start.elapsed();
+    if let Err(e) = verify(&csv.problem, &solution) {
+        eprintln!("internal error: the plan fails verification: {e}");
+        return Ok(EXIT_BUG);
     }
-    let bound = solution
-        .lower_bound
-        .max(plan::max_live_bound(&read.problem));
-    eprintln!(
-        "{}: {} buffers, peak {} bytes, lower bound {bound} bytes, planner {}{}, {ms:.1} ms",
-        args.problem.display(),
-        read.problem.buffers.len(),
-        solution.arena,
-        solution.planner,
-        if solution.proven_optimal {
-            ", optimal"
-        } else {
-            ""
-        },
-    );
-    Ok(match args.capacity {
-        Some(cap) if solution.arena > cap => {
-            if bound > cap {
-                eprintln!("capacity {cap} bytes is impossible: the lower bound is {bound} bytes");
-                EXIT_CAPACITY_IMPOSSIBLE
-            } else {
-                eprintln!("capacity {cap} bytes not met within the time limit");
-                EXIT_CAPACITY_NOT_MET
-            }
-        }
+    let naive: u64 = csv.problem.buffers.iter().map(|b| b.size).sum();
+    eprintln!("{}", summary(&solution, naive, args.capacity, elapsed));
+    if let Some(path) = &args.output {
+        write_atomically(path, &format_csv(&csv, &solution.offsets))?;
+    }
+    Ok(exit_code(&solution, args.capacity))
+}
+
+fn exit_code(solution: &Solution, capacity: Option<u64>) -> i32 {
+    match capacity {
+        Some(c) if solution.arena > c && solution.lower_bound > c => EXIT_IMPOSSIBLE,
+        Some(c) if solution.arena > c => EXIT_NOT_MET,
         _ => 0,
-    })
+    }
+}
+
+fn summary(solution: &Solution, naive: u64, capacity: Option<u64>, elapsed: Duration) -> String {
+    let saving = if naive > 0 {
+        100.0 * (1.0 - solution.arena as f64 / naive as f64)
+    } else {
+        0.0
+    };
+    let proof = if solution.proven_optimal {
+        "proven optimal"
+    } else {
+        "not proven optimal"
+    };
+    let verdict = match capacity {
+        None => String::new(),
+        Some(c) if solution.arena <= c => format!(", fits capacity {c}"),
+        Some(c) if solution.lower_bound > c => format!(", capacity {c} is impossible"),
+        Some(c) => format!(", capacity {c} not met in time"),
+    };
+    format!(
+        "arena {} bytes, lower bound {}, naive {} (saving {saving:.1}%), planner {}, {proof}, {:.1} ms{verdict}",
+        solution.arena,
+        solution.lower_bound,
+        naive,
+        solution.planner,
+        elapsed.as_secs_f64() * 1e3
+    )
+}
+
+/// Writes `text` to a temporary file next to `path`, then renames it over `path`, so readers
+/// never see a partial file.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("{}: cannot create a file", dir.display()))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.flush())
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    file.persist(path)
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SolveArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<SolveArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("solve").chain(argv.iter().copied())).map(|c| c.args)
+    }
+
+    fn example(dir: &Path) -> PathBuf {
+        let path = dir.join("input.12.csv");
+        std::fs::write(
+            &path,
+            "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n",
+        )
+        .expect("write example");
+        path
+    }
+
+    #[test]
+    fn parses_defaults_and_planner_names() {
+        let args = parse(&["p.csv"]).expect("valid");
+        assert_eq!(args.planner, PlannerChoice::Auto);
+        assert_eq!((args.time_limit, args.seed, args.capacity), (10.0, 0, None));
+        let args = parse(&["p.csv", "--planner", "s2-free-list", "-o", "x.csv"]).expect("ok");
+        assert_eq!(args.planner, PlannerChoice::S2FreeList);
+        assert_eq!(args.output, Some(PathBuf::from("x.csv")));
+        assert!(parse(&["p.csv", "--planner", "magic"]).is_err());
+    }
+
+    #[test]
+    fn solves_writes_and_reports_the_capacity() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let problem = example(dir.path());
+        let output = dir.path().join("out.csv");
+        let mut args = parse(&[problem.to_str().expect("utf-8"), "--capacity", "12"]).expect("ok");
+        args.output = Some(output.clone());
+        assert_eq!(run(&args).expect("solves"), 0);
+        let written = read_csv(&output).expect("output reads back as the same problem");
+        assert_eq!(written.problem, read_csv(&problem).expect("input").problem);
+        assert!(
+            std::fs::read_to_string(&output)
+                .expect("text")
+                .starts_with("id,lower,upper,size,offset\n")
+        );
+        args.capacity = Some(11);
+        assert_eq!(run(&args).expect("runs"), EXIT_IMPOSSIBLE);
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("bad.csv");
+        std::fs::write(&path, "id,lower,upper,size\nx,1,0,4\n").expect("write");
+        let args = parse(&[path.to_str().expect("utf-8")]).expect("ok");
+        let message = run(&args).expect_err("bad row").to_string();
+        assert!(message.contains("bad.csv:2"), "{message}");
+        let good = example(dir.path());
+        let args = parse(&[good.to_str().expect("utf-8"), "--time-limit=-1"]).expect("ok");
+        assert!(run(&args).is_err());
+    }
+
+    #[test]
+    fn exit_codes_follow_the_capacity() {
+        let solution = |arena, lower_bound| Solution {
+            offsets: Vec::new(),
+            arena,
+            planner: String::new(),
+            proven_optimal: false,
+            lower_bound,
+        };
+        assert_eq!(exit_code(&solution(10, 8), None), 0);
+        assert_eq!(exit_code(&solution(10, 8), Some(10)), 0);
+        assert_eq!(exit_code(&solution(10, 8), Some(9)), EXIT_NOT_MET);
+        assert_eq!(exit_code(&solution(10, 10), Some(9)), EXIT_IMPOSSIBLE);
+    }
 }

@@ -3,7 +3,8 @@
 //! Also accepted, as MiniMalloc's reader does: `buffer` or `buffer_id` for `id`, `begin` or
 //! `start` for `lower`, an inclusive `end` instead of `upper`, an `alignment` column (one value for
 //! all rows), and `hint` and `gaps` columns (`hint` is ignored; `gaps` must be empty).
-//! A solution is written back with an `offset` column.
+//! A solution is written back with an `offset` column, which the reader ignores, so a solved
+//! file reads as the same problem.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -23,12 +24,12 @@ pub struct CsvProblem {
 #[derive(Debug, thiserror::Error)]
 pub enum CsvError {
     /// The file could not be read.
-    #[error("{file}: {source}")]
+    #[error("{file}: {error}")]
     Io {
         /// The file.
         file: String,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, so the error reads as one line).
+        error: std::io::Error,
     },
     /// The content is malformed.
     #[error("{file}:{line}: {message}")]
@@ -45,9 +46,9 @@ pub enum CsvError {
 /// Reads a problem from a CSV file.
 pub fn read_csv(path: &Path) -> Result<CsvProblem, CsvError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| CsvError::Io {
+    let text = std::fs::read_to_string(path).map_err(|error| CsvError::Io {
         file: file.clone(),
-        source,
+        error,
     })?;
     parse_csv(&text, &file)
 }
@@ -95,6 +96,7 @@ impl Columns {
                 "alignment",
                 "hint",
                 "gaps",
+                "offset",
             ]
             .contains(&n.as_str())
         }) {
@@ -225,4 +227,124 @@ pub fn format_csv(problem: &CsvProblem, offsets: &[u64]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_minimalloc_rows() {
+        let text = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n\n";
+        let csv = parse_csv(text, "x.csv").expect("valid");
+        assert_eq!(csv.ids, ["b1", "b2"]);
+        assert_eq!(
+            csv.problem.buffers,
+            [
+                Buffer {
+                    size: 4,
+                    start: 0,
+                    end: 3
+                },
+                Buffer {
+                    size: 4,
+                    start: 3,
+                    end: 9
+                }
+            ]
+        );
+        assert_eq!(csv.problem.alignment, 1);
+    }
+
+    #[test]
+    fn accepts_aliases_an_inclusive_end_and_an_alignment() {
+        let text = "buffer_id,start,end,size,alignment,hint\na,2,4,10,8,\nb,0,0,3,8,7\n";
+        let csv = parse_csv(text, "x.csv").expect("valid");
+        assert_eq!(
+            csv.problem.buffers,
+            [
+                Buffer {
+                    size: 10,
+                    start: 2,
+                    end: 5
+                },
+                Buffer {
+                    size: 3,
+                    start: 0,
+                    end: 1
+                }
+            ]
+        );
+        assert_eq!(csv.problem.alignment, 8);
+        let begin = parse_csv("buffer,begin,upper,size\nq,1,2,3\n", "y").expect("valid");
+        assert_eq!(
+            begin.problem.buffers[0],
+            Buffer {
+                size: 3,
+                start: 1,
+                end: 2
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line() {
+        let cases = [
+            ("", "f.csv:1: empty file"),
+            ("id,lower,size\n", "f.csv:1: header lacks a `upper` column"),
+            (
+                "id,lower,upper,size,color\n",
+                "f.csv:1: unknown column `color`",
+            ),
+            (
+                "id,lower,upper,size\na,0,1\n",
+                "f.csv:2: expected 4 fields, found 3",
+            ),
+            (
+                "id,lower,upper,size\n\na,0,1,-4\n",
+                "f.csv:3: `size` is not a non-negative integer",
+            ),
+            (
+                "id,lower,upper,size\na,5,1,4\n",
+                "f.csv:2: lifetime ends (1) before it starts (5)",
+            ),
+            (
+                "id,lower,upper,size\na,0,4294967296,4\n",
+                "f.csv:2: `upper` 4294967296 exceeds",
+            ),
+            (
+                "id,lower,upper,size,gaps\na,0,1,4,2-3\n",
+                "f.csv:2: `gaps` are not supported",
+            ),
+            (
+                "id,lower,upper,size,alignment\na,0,1,4,8\nb,0,1,4,16\n",
+                "f.csv:3: alignment 16",
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = parse_csv(text, "f.csv").expect_err(text).to_string();
+            assert!(message.starts_with(expected), "{message:?} vs {expected:?}");
+            assert!(!message.contains('\n'), "one line: {message:?}");
+        }
+    }
+
+    #[test]
+    fn missing_file_is_an_error_naming_it() {
+        let err = read_csv(Path::new("/nonexistent/p.csv")).expect_err("no file");
+        assert!(err.to_string().starts_with("/nonexistent/p.csv: "));
+    }
+
+    #[test]
+    fn formats_rows_with_offsets() {
+        let csv = parse_csv("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n", "x").expect("valid");
+        assert_eq!(
+            format_csv(&csv, &[0, 4]),
+            "id,lower,upper,size,offset\nb1,0,3,4,0\nb2,3,9,4,4\n"
+        );
+        let aligned = parse_csv("id,lower,upper,size,alignment\nb,0,1,4,8\n", "x").expect("ok");
+        let text = format_csv(&aligned, &[8]);
+        assert_eq!(text, "id,lower,upper,size,offset,alignment\nb,0,1,4,8,8\n");
+        let back = parse_csv(&text, "x").expect("round trip");
+        assert_eq!(back.problem, aligned.problem);
+    }
 }

@@ -35,7 +35,9 @@ struct Individual {
     arena: u64,
 }
 
-/// Runs the genetic search and returns the best offsets found.
+/// Runs the genetic search and returns the best offsets found. The deadline is checked before
+/// every decoding after the first, so on large problems the search may stop with fewer
+/// individuals or generations than configured.
 pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
     let mut rng = Rng::new(budget.seed);
     let mut placer = Placer::new(problem);
@@ -48,6 +50,7 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
             arena,
         }
     };
+    let out_of_time = || Instant::now() >= budget.deadline;
     let seeds = [
         Order::Size,
         Order::Area,
@@ -55,10 +58,19 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
         Order::Breadth,
         Order::Start,
     ];
-    let mut population: Vec<Individual> =
-        seeds.iter().map(|&o| decode(sorted(problem, o))).collect();
+    let mut population = vec![decode(sorted(problem, seeds[0]))];
+    for &order in &seeds[1..] {
+        if out_of_time() {
+            break;
+        }
+        population.push(decode(sorted(problem, order)));
+    }
+    population.sort_by_key(|ind| ind.arena);
+    if population[0].order.len() < 2 {
+        return population.swap_remove(0).offsets;
+    }
     let base = population[0].order.clone();
-    while population.len() < POPULATION {
+    while population.len() < POPULATION && !out_of_time() {
         let mut order = base.clone();
         for _ in 0..=order.len() / 8 {
             swap_mutation(&mut order, &mut rng);
@@ -68,17 +80,15 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
     population.sort_by_key(|ind| ind.arena);
     let mut stale = 0;
     for _ in 0..GENERATIONS {
-        if population[0].arena <= budget.good_enough
-            || stale >= PATIENCE
-            || Instant::now() >= budget.deadline
-            || population[0].order.len() < 2
-        {
+        if population[0].arena <= budget.good_enough || stale >= PATIENCE || out_of_time() {
             break;
         }
-        let mut next: Vec<Individual> = population.drain(..ELITE).collect();
-        while next.len() < POPULATION {
-            let a = tournament(&population, &next, &mut rng);
-            let b = tournament(&population, &next, &mut rng);
+        let previous = population[0].arena;
+        let elite = ELITE.min(population.len() - 1);
+        let mut next: Vec<Individual> = population.drain(..elite).collect();
+        while next.len() < POPULATION && !out_of_time() {
+            let a = tournament(&population, &next[..elite], &mut rng);
+            let b = tournament(&population, &next[..elite], &mut rng);
             let mut child = order_crossover(&a.order, &b.order, &mut rng);
             match rng.below(4) {
                 0 => swap_mutation(&mut child, &mut rng),
@@ -88,8 +98,11 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
             }
             next.push(decode(child));
         }
-        let previous = next[0].arena;
+        if next.len() < POPULATION {
+            next.append(&mut population);
+        }
         next.sort_by_key(|ind| ind.arena);
+        next.truncate(POPULATION);
         stale = if next[0].arena < previous {
             0
         } else {
@@ -100,14 +113,14 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
     population.swap_remove(0).offsets
 }
 
-/// Picks the better of three random individuals from the elite and the rest.
+/// Picks the best of three random members of the previous generation (its elite and the rest).
 fn tournament<'a>(
     rest: &'a [Individual],
     elite: &'a [Individual],
     rng: &mut Rng,
 ) -> &'a Individual {
     let pick = |rng: &mut Rng| {
-        let k = rng.index(rest.len() + ELITE.min(elite.len()));
+        let k = rng.index(rest.len() + elite.len());
         if k < rest.len() {
             &rest[k]
         } else {
@@ -173,4 +186,79 @@ fn address_order(parent: &Individual) -> Vec<usize> {
     let mut order = parent.order.clone();
     order.sort_by_key(|&i| parent.offsets[i]);
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::greedy::greedy;
+    use crate::plan::problem::arena_of;
+    use crate::plan::synth;
+    use std::time::Duration;
+
+    fn budget(seed: u64) -> Budget {
+        Budget {
+            deadline: Instant::now() + Duration::from_secs(60),
+            good_enough: 0,
+            seed,
+        }
+    }
+
+    #[test]
+    fn never_worse_than_greedy_by_size_and_deterministic() {
+        for seed in 0..5 {
+            let p = synth::random(60, 30, 100, 1, seed);
+            let evolved = s3_genetic(&p, &budget(7));
+            let greedy = greedy(&p, Order::Size, Fit::Lowest);
+            assert!(arena_of(&p, &evolved) <= arena_of(&p, &greedy));
+            assert_eq!(evolved, s3_genetic(&p, &budget(7)), "same seed, same plan");
+        }
+    }
+
+    #[test]
+    fn order_crossover_keeps_a_permutation() {
+        let mut rng = Rng::new(3);
+        let a: Vec<usize> = (0..20).collect();
+        let b: Vec<usize> = (0..20).rev().collect();
+        for _ in 0..50 {
+            let mut child = order_crossover(&a, &b, &mut rng);
+            child.sort_unstable();
+            assert_eq!(child, a);
+        }
+    }
+
+    #[test]
+    fn reuse_mutation_moves_a_buffer_after_a_larger_one_it_does_not_meet() {
+        let p = Problem {
+            buffers: vec![
+                crate::plan::Buffer {
+                    size: 8,
+                    start: 0,
+                    end: 2,
+                },
+                crate::plan::Buffer {
+                    size: 4,
+                    start: 1,
+                    end: 3,
+                },
+                crate::plan::Buffer {
+                    size: 4,
+                    start: 2,
+                    end: 4,
+                },
+            ],
+            alignment: 1,
+        };
+        // Buffer 2 can only reuse buffer 0; buffer 1 conflicts with both, buffer 0 with 1.
+        for seed in 0..20 {
+            let mut order = vec![2, 1, 0];
+            reuse_mutation(&p, &mut order, &mut Rng::new(seed));
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [0, 1, 2]);
+            if order != [2, 1, 0] {
+                assert_eq!(order, [1, 0, 2], "seed {seed}");
+            }
+        }
+    }
 }

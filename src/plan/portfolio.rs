@@ -24,9 +24,25 @@ pub const HEURISTICS: [PlannerChoice; 7] = [
     PlannerChoice::S2FreeList,
 ];
 
-/// Above this many buffers `auto` improves on the heuristics with the genetic search instead of
-/// the exact one, whose nodes cost time linear in the problem size.
+/// Up to this many buffers `auto` improves on the heuristics with the exact search alone.
+const EXACT_ALONE_BUFFERS: usize = 1500;
+
+/// Up to this many buffers `auto` runs the exact and the genetic search side by side; above it,
+/// the genetic one alone (the exact search's nodes cost time linear in the problem size, so it
+/// rarely finishes a descent in time).
 const EXACT_MAX_BUFFERS: usize = 5000;
+
+/// Above this many buffers `auto` runs only [`LARGE_HEURISTICS`] and no search: each heuristic
+/// then takes seconds, and a genetic generation many times that.
+const LARGE: usize = 100_000;
+
+/// The heuristics `auto` runs on large problems: those that are usually best on network-like
+/// lifetimes.
+const LARGE_HEURISTICS: [PlannerChoice; 3] = [
+    PlannerChoice::GreedyBySize,
+    PlannerChoice::BestFitSize,
+    PlannerChoice::GreedyByBreadth,
+];
 
 /// Runs the chosen planner on a validated problem.
 pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
@@ -80,10 +96,16 @@ fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u
     }
 }
 
-/// The best heuristic; then, unless it meets the bound or the capacity, the exact search (or the
-/// genetic one on large problems) until the deadline.
+/// The best heuristic; then, unless it meets the bound or the capacity, the exact search and/or
+/// the genetic one (by problem size; nothing on the largest) until the deadline.
 fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64) -> Solution {
-    let best = HEURISTICS
+    let nonvoid = problem.buffers.iter().filter(|b| !b.is_void()).count();
+    let heuristics: &[PlannerChoice] = if nonvoid > LARGE {
+        &LARGE_HEURISTICS
+    } else {
+        &HEURISTICS
+    };
+    let best = heuristics
         .par_iter()
         .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
         .min_by_key(|s| s.arena)
@@ -91,37 +113,35 @@ fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64)
     let met = options
         .capacity
         .is_some_and(|c| best.arena <= c || bound > c);
-    if best.proven_optimal || met {
+    if best.proven_optimal || met || nonvoid > LARGE {
         return best;
     }
-    let nonvoid = problem.buffers.iter().filter(|b| !b.is_void()).count();
-    if nonvoid > EXACT_MAX_BUFFERS {
+    let genetic = || {
         let budget = Budget {
             deadline,
             good_enough: bound.max(options.capacity.unwrap_or(0)),
             seed: options.seed,
         };
-        let evolved = finish(
-            problem,
-            s3_genetic(problem, &budget),
-            PlannerChoice::S3Genetic,
-            bound,
-        );
-        return if evolved.arena < best.arena {
-            evolved
-        } else {
-            best
-        };
-    }
-    let improved = improve_exactly(problem, &best.offsets, options, deadline, bound);
-    if improved.arena < best.arena {
-        improved
+        let offsets = s3_genetic(problem, &budget);
+        finish(problem, offsets, PlannerChoice::S3Genetic, bound)
+    };
+    let exact = || improve_exactly(problem, &best.offsets, options, deadline, bound);
+    let found = if nonvoid <= EXACT_ALONE_BUFFERS {
+        vec![exact()]
+    } else if nonvoid <= EXACT_MAX_BUFFERS {
+        let (exact, evolved) = rayon::join(exact, genetic);
+        vec![exact, evolved]
     } else {
-        Solution {
-            lower_bound: improved.lower_bound,
-            proven_optimal: best.arena <= improved.lower_bound,
-            ..best
-        }
+        vec![genetic()]
+    };
+    let lower_bound = found.iter().map(|s| s.lower_bound).fold(bound, u64::max);
+    let winner = found
+        .into_iter()
+        .fold(best, |a, b| if b.arena < a.arena { b } else { a });
+    Solution {
+        proven_optimal: winner.arena <= lower_bound,
+        lower_bound,
+        ..winner
     }
 }
 
@@ -140,5 +160,61 @@ fn improve_exactly(
         arena: result.arena,
         planner: PlannerChoice::Exact.name().to_string(),
         lower_bound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{planner_names, synth, verify};
+    use std::time::Duration;
+
+    #[test]
+    fn every_planner_verifies_on_random_problems() {
+        let planners: Vec<PlannerChoice> = planner_names()
+            .iter()
+            .map(|name| name.parse().expect("known"))
+            .collect();
+        for seed in 0..300u64 {
+            let n = 1 + (seed % 40) as usize;
+            let alignment = [1, 4, 16][(seed % 3) as usize];
+            let p = synth::random(n, 1 + (seed % 25) as u32, 1 + seed % 200, alignment, seed);
+            let mut fastest = u64::MAX;
+            for &planner in &planners {
+                let options = PlanOptions {
+                    planner,
+                    time_limit: Duration::from_millis(20),
+                    seed,
+                    capacity: None,
+                };
+                let s = run(&p, &options);
+                assert_eq!(verify(&p, &s), Ok(()), "{planner} seed {seed}");
+                assert!(s.lower_bound <= s.arena, "{planner} seed {seed}");
+                assert_eq!(s.proven_optimal, s.arena == s.lower_bound, "{planner}");
+                if HEURISTICS.contains(&planner) {
+                    fastest = fastest.min(s.arena);
+                } else if planner == PlannerChoice::Auto {
+                    assert!(s.arena <= fastest, "auto keeps the best heuristic");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn auto_stops_at_a_met_capacity_and_reports_an_impossible_one() {
+        let p = synth::network_like(300, 5);
+        let bound = lower_bound(&p);
+        let roomy = PlanOptions {
+            capacity: Some(u64::MAX / 4),
+            ..PlanOptions::default()
+        };
+        let s = run(&p, &roomy);
+        assert!(HEURISTICS.iter().any(|h| h.name() == s.planner));
+        let impossible = PlanOptions {
+            capacity: Some(bound - 1),
+            ..PlanOptions::default()
+        };
+        let s = run(&p, &impossible);
+        assert!(s.lower_bound > bound - 1);
     }
 }

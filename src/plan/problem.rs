@@ -97,3 +97,82 @@ pub(crate) fn arena_of(problem: &Problem, offsets: &[u64]) -> u64 {
         .max()
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflicts_need_room_and_a_shared_step() {
+        let a = Buffer {
+            size: 4,
+            start: 0,
+            end: 3,
+        };
+        let b = Buffer {
+            size: 4,
+            start: 2,
+            end: 5,
+        };
+        let c = Buffer {
+            size: 4,
+            start: 3,
+            end: 6,
+        };
+        let empty = Buffer {
+            size: 0,
+            start: 0,
+            end: 9,
+        };
+        let instant = Buffer {
+            size: 4,
+            start: 2,
+            end: 2,
+        };
+        assert!(a.conflicts(&b) && b.conflicts(&a));
+        assert!(
+            !a.conflicts(&c),
+            "half-open lifetimes that touch do not overlap"
+        );
+        assert!(!a.conflicts(&empty) && !a.conflicts(&instant));
+        assert!(empty.is_void() && instant.is_void() && !a.is_void());
+    }
+
+    #[test]
+    fn validate_rejects_zero_alignment_and_overflow() {
+        let ok = Problem {
+            buffers: vec![Buffer {
+                size: 8,
+                start: 0,
+                end: 1,
+            }],
+            alignment: 1,
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        let zero = Problem {
+            alignment: 0,
+            ..ok.clone()
+        };
+        assert_eq!(zero.validate(), Err(PlanError::ZeroAlignment));
+        let huge = Problem {
+            buffers: vec![
+                Buffer {
+                    size: u64::MAX / 2,
+                    start: 0,
+                    end: 1
+                };
+                3
+            ],
+            alignment: 1,
+        };
+        assert_eq!(huge.validate(), Err(PlanError::Overflow));
+    }
+
+    #[test]
+    fn align_up_rounds_to_multiples() {
+        assert_eq!(align_up(0, 64), 0);
+        assert_eq!(align_up(1, 64), 64);
+        assert_eq!(align_up(128, 64), 128);
+        assert_eq!(align_up(7, 1), 7);
+    }
+}

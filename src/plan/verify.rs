@@ -127,3 +127,133 @@ fn check_disjoint(problem: &Problem, offsets: &[u64]) -> Result<(), VerifyError>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Buffer;
+
+    fn setup() -> (Problem, Solution) {
+        let problem = Problem {
+            buffers: vec![
+                Buffer {
+                    size: 8,
+                    start: 0,
+                    end: 2,
+                },
+                Buffer {
+                    size: 8,
+                    start: 1,
+                    end: 3,
+                },
+                Buffer {
+                    size: 16,
+                    start: 2,
+                    end: 4,
+                },
+                Buffer {
+                    size: 0,
+                    start: 0,
+                    end: 4,
+                },
+            ],
+            alignment: 8,
+        };
+        let solution = Solution {
+            offsets: vec![0, 8, 16, 0],
+            arena: 32,
+            planner: "test".into(),
+            proven_optimal: false,
+            lower_bound: 24,
+        };
+        (problem, solution)
+    }
+
+    #[test]
+    fn accepts_a_valid_solution() {
+        let (p, s) = setup();
+        assert_eq!(verify(&p, &s), Ok(()));
+    }
+
+    #[test]
+    fn buffers_that_only_touch_in_time_may_share_bytes() {
+        let p = Problem {
+            buffers: vec![
+                Buffer {
+                    size: 8,
+                    start: 0,
+                    end: 2,
+                },
+                Buffer {
+                    size: 8,
+                    start: 2,
+                    end: 4,
+                },
+            ],
+            alignment: 1,
+        };
+        let s = Solution {
+            offsets: vec![0, 0],
+            arena: 8,
+            planner: "test".into(),
+            proven_optimal: true,
+            lower_bound: 8,
+        };
+        assert_eq!(verify(&p, &s), Ok(()));
+    }
+
+    #[test]
+    fn rejects_an_injected_overlap() {
+        let (p, mut s) = setup();
+        s.offsets[1] = 0;
+        assert_eq!(
+            verify(&p, &s),
+            Err(VerifyError::Overlap {
+                first: 0,
+                second: 1
+            })
+        );
+        let (p, mut s) = setup();
+        s.offsets[2] = 8; // overlaps buffer 1 at step 2
+        assert_eq!(
+            verify(&p, &s),
+            Err(VerifyError::Overlap {
+                first: 1,
+                second: 2
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_misaligned_outside_and_short_solutions() {
+        let (p, mut s) = setup();
+        s.offsets[2] = 20;
+        s.arena = 40;
+        assert!(matches!(
+            verify(&p, &s),
+            Err(VerifyError::Misaligned { buffer: 2, .. })
+        ));
+        let (p, mut s) = setup();
+        s.arena = 31;
+        assert!(matches!(
+            verify(&p, &s),
+            Err(VerifyError::OutsideArena { buffer: 2, .. })
+        ));
+        let (p, mut s) = setup();
+        s.offsets.pop();
+        assert_eq!(
+            verify(&p, &s),
+            Err(VerifyError::LengthMismatch {
+                expected: 4,
+                got: 3
+            })
+        );
+    }
+
+    #[test]
+    fn zero_size_buffers_conflict_with_nothing() {
+        let (p, mut s) = setup();
+        s.offsets[3] = 8;
+        assert_eq!(verify(&p, &s), Ok(()));
+    }
+}

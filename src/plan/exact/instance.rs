@@ -1,7 +1,5 @@
 //! The exact solver's view of one independent group of buffers: sizes, section ranges,
-//! symmetry classes and the order candidates are tried in, with local indices.
-
-use std::cmp::Reverse;
+//! and symmetry classes, with local indices.
 
 use crate::plan::problem::{Buffer, Problem};
 use crate::plan::timeline::Timeline;
@@ -17,15 +15,19 @@ pub(super) struct Instance {
     pub(super) lo: Vec<u32>,
     /// One past the last section each buffer covers.
     pub(super) hi: Vec<u32>,
+    /// Number of steps each buffer is live.
+    pub(super) length: Vec<u64>,
     /// Number of sections.
     pub(super) sections: usize,
     /// Required offset alignment.
     pub(super) alignment: u64,
+    /// For each buffer, the buffers whose section ranges intersect its own.
+    pub(super) conflicts: Vec<Vec<u32>>,
+    /// For each section, the buffers covering it.
+    pub(super) covering: Vec<Vec<u32>>,
     /// For each buffer, the previous identical buffer (same size and lifetime), or [`NONE`]:
     /// identical buffers are interchangeable, so the search places them in index order.
     pub(super) twin_before: Vec<u32>,
-    /// Each buffer's position in the order the search tries candidates.
-    pub(super) rank: Vec<u32>,
 }
 
 impl Instance {
@@ -44,23 +46,30 @@ impl Instance {
             hi.push(h as u32);
         }
         let size: Vec<u64> = sub.buffers.iter().map(|b| b.size).collect();
+        let length = sub
+            .buffers
+            .iter()
+            .map(|b| u64::from(b.end - b.start))
+            .collect();
         let sections = timeline.sections();
         let twin_before = twins(&sub.buffers);
-        let mut rank = vec![0u32; n];
-        for (r, b) in preference(&lo, &hi, &size, sections)
-            .into_iter()
-            .enumerate()
-        {
-            rank[b as usize] = r as u32;
+        let conflicts = conflict_lists(&lo, &hi);
+        let mut covering = vec![Vec::new(); sections];
+        for b in 0..n {
+            for s in lo[b]..hi[b] {
+                covering[s as usize].push(b as u32);
+            }
         }
         Instance {
             size,
+            length,
             lo,
             hi,
             sections,
             alignment: problem.alignment,
+            conflicts,
+            covering,
             twin_before,
-            rank,
         }
     }
 
@@ -68,6 +77,24 @@ impl Instance {
     pub(super) fn len(&self) -> usize {
         self.size.len()
     }
+}
+
+/// For each buffer, the others whose section ranges intersect it (a sweep over starts).
+fn conflict_lists(lo: &[u32], hi: &[u32]) -> Vec<Vec<u32>> {
+    let n = lo.len();
+    let mut by_start: Vec<usize> = (0..n).collect();
+    by_start.sort_by_key(|&b| lo[b]);
+    let mut conflicts = vec![Vec::new(); n];
+    let mut active: Vec<usize> = Vec::new();
+    for b in by_start {
+        active.retain(|&a| hi[a] > lo[b]);
+        for &a in &active {
+            conflicts[a].push(b as u32);
+            conflicts[b].push(a as u32);
+        }
+        active.push(b);
+    }
+    conflicts
 }
 
 /// Links each buffer to the previous buffer with the same size and lifetime.
@@ -81,40 +108,4 @@ fn twins(buffers: &[Buffer]) -> Vec<u32> {
         }
     }
     twin_before
-}
-
-/// The order in which the search tries candidates: by the largest total size live in any
-/// section the buffer covers, then by area (size × sections), then by size.
-fn preference(lo: &[u32], hi: &[u32], size: &[u64], sections: usize) -> Vec<u32> {
-    let mut load = vec![0u64; sections];
-    for b in 0..size.len() {
-        for s in lo[b]..hi[b] {
-            load[s as usize] += size[b];
-        }
-    }
-    let key = |b: usize| {
-        let (l, h) = (lo[b] as usize, hi[b] as usize);
-        let total = load[l..h].iter().copied().max().unwrap_or(0);
-        let area = size[b] * (h - l) as u64;
-        let mode = std::env::var("MEMPLAN_ORDER").unwrap_or_default();
-        match mode.as_str() {
-            "A" => (Reverse(area), Reverse(total), Reverse(size[b]), b),
-            "W" => (Reverse((h - l) as u64), Reverse(total), Reverse(area), b),
-            "S" => (Reverse(size[b]), Reverse(total), Reverse(area), b),
-            "R" => {
-                let seed: u64 = std::env::var("MEMPLAN_SEED")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let mut z = (b as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                    ^ seed.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 31)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                (Reverse(z ^ (z >> 29)), Reverse(total), Reverse(area), b)
-            }
-            _ => (Reverse(total), Reverse(area), Reverse(size[b]), b),
-        }
-    };
-    let mut order: Vec<u32> = (0..size.len() as u32).collect();
-    order.sort_by_key(|&b| key(b as usize));
-    order
 }

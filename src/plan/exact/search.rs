@@ -8,44 +8,52 @@
 //! in that order and never has to choose an offset, only the next buffer.
 //!
 //! **Branching.** The search keeps a *level* (the offset of the last placed buffer; offsets never
-//! decrease). The buffers whose floor equals the level are the candidates. The search picks a
-//! *hole*: a section covered by a candidate, the one with the least room to spare. Either some
-//! candidate covering the hole is placed at the level, or none is and the hole is *passed* at this
-//! level (no buffer at this level may cover it any more). When no candidate is left, the level
-//! rises to the lowest floor above it. Each placement is reached along exactly one path, because
-//! at one level at most one buffer covers a section.
+//! decrease). Buffers whose floor is the level and that the branching has not excluded from it
+//! are the *candidates*. Two branching rules (see [`Branching`]) split the placements at a node
+//! so that each is reached along exactly one path: by section (some candidate covering a chosen
+//! section goes at the level, or the section is *passed*: none may cover it at this level), or by
+//! buffer (the buffers are tried in a fixed order; at one level they must come in that order).
 //!
 //! **Pruning.** Every unplaced buffer has a lowest possible offset: its floor if it can still be
 //! placed at or above the level, otherwise (it was passed over) the level plus the smallest size
 //! still to place, since it must then rest on a buffer placed later. In each section, the unplaced
-//! buffers whose lowest offset is at least `t` are stacked above `t`, so `t` plus their total size
-//! must fit in the cap, for every `t`. A buffer that would fit entirely below the level has free
+//! buffers are stacked above the lowest of their lowest offsets, so that plus their total size
+//! must fit in the cap. A buffer that would fit entirely below the level has free
 //! space under it for good, so every completion could move it down: such a partial placement is
 //! dropped, which keeps only *compact* placements (some optimal placement is compact, as each such
 //! move lowers the sum of offsets). Identical buffers are placed in index order.
 //!
 //! **Decomposition and memory.** When no unplaced buffer spans a point in time, the buffers on
-//! either side no longer interact and are solved one after the other; if one side fails, the whole
-//! node fails without trying the other side's alternatives. A node that failed is remembered by a
-//! hash of everything its subtree depends on (its unplaced buffers, their sections' floors, the
-//! level and the passed sections), so the same situation reached in another way (another stacking
-//! order of the same buffers, or the same part of a problem next to other decisions elsewhere) is
-//! pruned at once. Failures stay valid while the cap only decreases.
+//! either side no longer interact and are solved one after the other, each from level 0 again;
+//! if one side fails, the whole node fails without trying the other side's alternatives. A node
+//! that failed is remembered by a hash of everything its subtree depends on (its unplaced buffers
+//! and which of them are passed over, their sections' floors and the level), so the same situation
+//! reached in another way (another stacking order of the same buffers, or the same part of a
+//! problem next to other decisions elsewhere) is pruned at once. Failures stay valid while the
+//! cap only decreases.
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
 use std::time::Instant;
 
 use super::instance::{Instance, NONE};
+use super::strategy::{Branching, Strategy};
 use crate::plan::problem::align_up;
 
-/// The search ran out of time.
-pub(super) struct Timeout;
+/// Why a search stopped before finishing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// The deadline passed.
+    Timeout,
+    /// The node budget of this attempt ran out.
+    Budget,
+}
 
 /// One change to the search state, kept to undo it.
 enum Undo {
     Place(u32),
-    Floor(u32, u64),
+    SectionFloor(u32, u64),
+    BufferFloor(u32, u64),
     Pass(u32, u64),
 }
 
@@ -57,15 +65,23 @@ struct Part {
     hi: usize,
 }
 
-/// One open node: the branches left to try at a hole.
-struct Frame {
+/// Where the search stands in the canonical order: the level, and (branching by buffer) the rank
+/// of the buffer last placed at that level, which later ones at the level must exceed.
+#[derive(Debug, Clone, Copy)]
+struct Position {
     level: u64,
+    after: u32,
+}
+
+/// One open node: the branches left to try.
+struct Frame {
+    at: Position,
+    /// The section to pass after the candidates (branching by section), or [`NONE`].
     hole: u32,
     /// Candidates are `candidates[first..end]`; `next` is the next to try.
     first: u32,
     next: u32,
     end: u32,
-    passed: bool,
     mark: usize,
     key: u64,
 }
@@ -80,11 +96,15 @@ enum Opened {
 /// Forgotten failures are only lost pruning, so the memory is simply cleared when full.
 const MEMORY_LIMIT: usize = 1 << 23;
 
-/// The exact search over one instance; failures are remembered across calls.
+/// The exact search over one instance; failures are remembered across calls while the cap does
+/// not grow.
 pub(super) struct Solver<'a> {
     inst: &'a Instance,
     cap: u64,
     deadline: Instant,
+    node_limit: u64,
+    branching: Branching,
+    rank: Vec<u32>,
     nodes: u64,
     placed: Vec<bool>,
     offset: Vec<u64>,
@@ -96,11 +116,19 @@ pub(super) struct Solver<'a> {
     remaining: Vec<u64>,
     log: Vec<Undo>,
     candidates: Vec<u32>,
-    /// Per node: each unplaced buffer's aligned floor and lowest possible offset.
+    /// Highest top of a placed buffer each unplaced buffer conflicts with.
+    top_below: Vec<u64>,
+    /// Per node: each unplaced buffer's aligned floor.
     floor: Vec<u64>,
-    lowest: Vec<u64>,
     scratch: Vec<u32>,
-    stacked: Vec<u64>,
+    /// Per node: how many sections before each one were passed at the current level.
+    passed_before: Vec<u32>,
+    /// Per node: whether each unplaced buffer is a candidate.
+    is_candidate: Vec<bool>,
+    /// Per node: the lowest offset each unplaced buffer can get.
+    lowest_of: Vec<u64>,
+    /// Per section, the buffer that last showed the section's bound holds (checked first).
+    witness: Vec<u32>,
     covered: Vec<u32>,
     failed: HashSet<u64>,
 }
@@ -126,6 +154,9 @@ impl<'a> Solver<'a> {
             inst,
             cap: 0,
             deadline: Instant::now(),
+            node_limit: 0,
+            branching: Branching::MostCrowded,
+            rank: vec![0; n],
             nodes: 0,
             placed: vec![false; n],
             offset: vec![0; n],
@@ -134,24 +165,45 @@ impl<'a> Solver<'a> {
             remaining,
             log: Vec::new(),
             candidates: Vec::new(),
+            top_below: vec![0; n],
             floor: vec![0; n],
-            lowest: vec![0; n],
             scratch: Vec::with_capacity(n),
-            stacked: vec![0; inst.sections],
+            passed_before: vec![0; inst.sections + 1],
+            is_candidate: vec![false; n],
+            lowest_of: vec![0; n],
+            witness: inst
+                .covering
+                .iter()
+                .map(|c| c.first().copied().unwrap_or(0))
+                .collect(),
             covered: vec![0; inst.sections],
             failed: HashSet::new(),
         }
     }
 
-    /// Finds a placement whose arena is at most `cap`: `Ok(Some(offsets))`, or `Ok(None)` when
-    /// none exists, or `Err(Timeout)` at the deadline.
+    /// Number of buffers of the instance.
+    pub(super) fn len(&self) -> usize {
+        self.inst.len()
+    }
+
+    /// Finds a placement whose arena is at most `cap` using `strategy`: `Ok(Some(offsets))`, or
+    /// `Ok(None)` when none exists, or why it stopped: the deadline, or `budget` nodes explored.
     pub(super) fn satisfy(
         &mut self,
         cap: u64,
+        strategy: &Strategy,
+        budget: u64,
         deadline: Instant,
-    ) -> Result<Option<Vec<u64>>, Timeout> {
+    ) -> Result<Option<Vec<u64>>, Stop> {
+        if cap > self.cap {
+            // Failures remembered under a smaller cap may succeed under this one.
+            self.failed.clear();
+        }
         self.cap = cap;
         self.deadline = deadline;
+        self.node_limit = self.nodes.saturating_add(budget);
+        self.branching = strategy.branching;
+        self.rank.clone_from(&strategy.rank);
         let mut all: Vec<u32> = (0..self.inst.len() as u32).collect();
         all.sort_by_key(|&b| self.inst.lo[b as usize]);
         let whole = Part {
@@ -159,52 +211,55 @@ impl<'a> Solver<'a> {
             lo: 0,
             hi: self.inst.sections,
         };
-        let outcome = self.solve(&whole, 0);
+        let outcome = self.solve(&whole);
         let found = matches!(outcome, Ok(true)).then(|| self.offset.clone());
         self.undo_to(0);
-        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
-            eprintln!(
-                "satisfy cap {cap}: nodes {} memo {} found {}",
-                self.nodes,
-                self.failed.len(),
-                found.is_some()
-            );
-        }
+        self.candidates.clear();
         outcome.map(|_| found)
     }
 
-    /// Places every buffer of `part` at or above `level`; on failure the state is unchanged,
-    /// on success the placements stay.
-    fn solve(&mut self, part: &Part, level: u64) -> Result<bool, Timeout> {
+    /// Places every buffer of `part`, from level 0; on failure the state is unchanged, on
+    /// success the placements stay.
+    fn solve(&mut self, part: &Part) -> Result<bool, Stop> {
         let base = self.log.len();
-        let mut stack = match self.open(part, level)? {
+        let start = Position {
+            level: 0,
+            after: NONE,
+        };
+        let mut stack = match self.open(part, start)? {
             Opened::Solved => return Ok(true),
             Opened::Failed => return Ok(false),
             Opened::Node(frame) => vec![frame],
         };
         while let Some(frame) = stack.last_mut() {
             self.undo_to(frame.mark);
-            let level = frame.level;
-            if frame.next < frame.end {
+            let at = if frame.next < frame.end {
                 let b = self.candidates[frame.next as usize];
                 frame.next += 1;
+                let level = self.floor_now(b as usize);
                 if level + self.inst.size[b as usize] > self.cap {
                     continue;
                 }
                 self.place(b, level);
-            } else if !frame.passed {
-                frame.passed = true;
-                let hole = frame.hole;
+                let after = if self.branching == Branching::Buffers {
+                    self.rank[b as usize]
+                } else {
+                    NONE
+                };
+                Position { level, after }
+            } else if frame.hole != NONE {
+                let hole = std::mem::replace(&mut frame.hole, NONE);
                 self.log
                     .push(Undo::Pass(hole, self.passed_at[hole as usize]));
-                self.passed_at[hole as usize] = level;
+                self.passed_at[hole as usize] = frame.at.level;
+                frame.at
             } else {
                 self.candidates.truncate(frame.first as usize);
                 self.remember(frame.key);
                 stack.pop();
                 continue;
-            }
-            match self.open(part, level)? {
+            };
+            match self.open(part, at)? {
                 Opened::Solved => return Ok(true),
                 Opened::Failed => {}
                 Opened::Node(child) => stack.push(child),
@@ -212,6 +267,16 @@ impl<'a> Solver<'a> {
         }
         self.undo_to(base);
         Ok(false)
+    }
+
+    /// The aligned floor of `b`: the highest top below it, rounded up to the alignment.
+    fn floor_now(&self, b: usize) -> u64 {
+        let top = self.top_below[b];
+        if self.inst.alignment == 1 {
+            top
+        } else {
+            align_up(top, self.inst.alignment)
+        }
     }
 
     fn remember(&mut self, key: u64) {
@@ -226,119 +291,180 @@ impl<'a> Solver<'a> {
         !self.placed[b] && (twin == NONE || self.placed[twin as usize])
     }
 
-    /// True when `b` could be placed at `level` now: eligible, with that floor, and covering no
-    /// section passed at that level.
-    fn candidate(&self, b: usize, level: u64) -> bool {
-        self.eligible(b)
-            && self.floor[b] == level
-            && (self.inst.lo[b]..self.inst.hi[b]).all(|s| self.passed_at[s as usize] != level)
+    /// True when `b` may still be placed at the level: eligible, with the level as floor, not
+    /// covering a section passed at it (`passed_before` must be current) and, branching by
+    /// buffer, later in the order than the last buffer placed at it.
+    fn candidate(&self, b: usize, at: Position) -> bool {
+        let (lo, hi) = (self.inst.lo[b] as usize, self.inst.hi[b] as usize);
+        self.floor[b] == at.level
+            && (at.after == NONE || self.rank[b] > at.after)
+            && self.eligible(b)
+            && self.passed_before[hi] == self.passed_before[lo]
+    }
+
+    /// Marks the candidates among the unplaced buffers at `at` (see [`Self::candidate`]).
+    fn mark_candidates(&mut self, part: &Part, unplaced: &[u32], at: Position) {
+        let mut count = 0;
+        for s in part.lo..part.hi {
+            self.passed_before[s] = count;
+            count += u32::from(self.passed_at[s] == at.level);
+        }
+        self.passed_before[part.hi] = count;
+        for &b in unplaced {
+            self.is_candidate[b as usize] = self.candidate(b as usize, at);
+        }
     }
 
     /// Examines the situation after a branch: solved, failed (bounds, dominance or memory), split
     /// into independent parts (solved here, one after the other), or a new node.
-    fn open(&mut self, part: &Part, mut level: u64) -> Result<Opened, Timeout> {
+    fn open(&mut self, part: &Part, at: Position) -> Result<Opened, Stop> {
         self.nodes += 1;
-        if std::env::var_os("MEMPLAN_DEBUG").is_some() && self.nodes.is_multiple_of(1 << 16) {
-            let placed = self.placed.iter().filter(|&&p| p).count();
-            let levels: Vec<u64> = (0..self.inst.sections)
-                .map(|s| self.section_floor[s] >> 10)
-                .collect();
-            eprintln!(
-                "nodes {} placed {placed} level {} floors {:?}",
-                self.nodes,
-                level >> 10,
-                levels
-            );
+        if self.nodes >= self.node_limit {
+            return Err(Stop::Budget);
         }
         if self.nodes.is_multiple_of(1024) && Instant::now() >= self.deadline {
-            return Err(Timeout);
+            return Err(Stop::Timeout);
         }
-        self.scratch.clear();
-        self.scratch.extend(
+        let mut unplaced = std::mem::take(&mut self.scratch);
+        unplaced.clear();
+        unplaced.extend(
             part.buffers
                 .iter()
                 .copied()
                 .filter(|&b| !self.placed[b as usize]),
         );
-        if self.scratch.is_empty() {
-            return Ok(Opened::Solved);
-        }
-        let unplaced = std::mem::take(&mut self.scratch);
         for &b in &unplaced {
-            let b = b as usize;
-            let (lo, hi) = (self.inst.lo[b] as usize, self.inst.hi[b] as usize);
-            let top = self.section_floor[lo..hi]
-                .iter()
-                .copied()
-                .max()
-                .unwrap_or(0);
-            self.floor[b] = align_up(top, self.inst.alignment);
+            self.floor[b as usize] = self.floor_now(b as usize);
         }
-        let outcome = self.examine(part, &unplaced, &mut level);
+        let pieces = split(self.inst, &unplaced);
+        let opened = if unplaced.is_empty() {
+            Ok(Opened::Solved)
+        } else if pieces.is_some() {
+            Ok(Opened::Failed)
+        } else if self.branching == Branching::Buffers {
+            self.branch_by_buffer(part, &unplaced, at)
+        } else {
+            self.branch_by_section(part, &unplaced, at)
+        };
         self.scratch = unplaced;
-        outcome
+        match pieces {
+            Some(pieces) => self.solve_pieces(pieces),
+            None => opened,
+        }
     }
 
-    fn examine(
+    /// Opens a node that branches on the section [`Self::find_hole`] picks, raising the level
+    /// while no candidate is left at it.
+    fn branch_by_section(
         &mut self,
         part: &Part,
         unplaced: &[u32],
-        level: &mut u64,
-    ) -> Result<Opened, Timeout> {
-        let pieces = split(self.inst, unplaced);
-        if pieces.len() > 1 {
-            return self.solve_pieces(pieces, *level);
-        }
+        mut at: Position,
+    ) -> Result<Opened, Stop> {
         let hole = loop {
-            if let Some(hole) = self.find_hole(unplaced, *level) {
+            self.mark_candidates(part, unplaced, at);
+            if let Some(hole) = self.find_hole(unplaced, at) {
                 break hole;
             }
-            match self.next_level(unplaced, *level) {
-                Some(next) => *level = next,
+            match self.next_level(unplaced, at.level) {
+                Some(next) => {
+                    at = Position {
+                        level: next,
+                        after: NONE,
+                    }
+                }
                 None => return Ok(Opened::Failed),
             }
         };
-        let level = *level;
-        if !self.compact(unplaced, level) || !self.bounds_hold(part, unplaced, level) {
+        let Some(key) = self.prune(part, unplaced, at) else {
             return Ok(Opened::Failed);
-        }
-        let key = self.key(part, unplaced, level);
-        if self.failed.contains(&key) {
-            return Ok(Opened::Failed);
-        }
+        };
         let first = self.candidates.len();
         for &b in unplaced {
             let bu = b as usize;
-            if self.inst.lo[bu] <= hole && hole < self.inst.hi[bu] && self.candidate(bu, level) {
+            if self.inst.lo[bu] <= hole && hole < self.inst.hi[bu] && self.is_candidate[bu] {
                 self.candidates.push(b);
             }
         }
-        let rank = &self.inst.rank;
+        let rank = &self.rank;
         self.candidates[first..].sort_unstable_by_key(|&b| rank[b as usize]);
         Ok(Opened::Node(Frame {
-            level,
+            at,
             hole,
             first: first as u32,
             next: first as u32,
             end: self.candidates.len() as u32,
-            passed: false,
             mark: self.log.len(),
             key,
         }))
     }
 
+    /// Opens a node that branches on every buffer that may come next: at the level (later in
+    /// the order than the last one placed at it) or above it, but not so high that another
+    /// buffer would fit entirely below it (which would not be compact).
+    fn branch_by_buffer(
+        &mut self,
+        part: &Part,
+        unplaced: &[u32],
+        at: Position,
+    ) -> Result<Opened, Stop> {
+        self.mark_candidates(part, unplaced, at);
+        let Some(key) = self.prune(part, unplaced, at) else {
+            return Ok(Opened::Failed);
+        };
+        let lowest_top = unplaced
+            .iter()
+            .map(|&b| self.floor[b as usize] + self.inst.size[b as usize])
+            .min()
+            .unwrap_or(u64::MAX);
+        let first = self.candidates.len();
+        for &b in unplaced {
+            let bu = b as usize;
+            let f = self.floor[bu];
+            if f < lowest_top && self.eligible(bu) && (f > at.level || self.is_candidate[bu]) {
+                self.candidates.push(b);
+            }
+        }
+        let (floor, rank) = (&self.floor, &self.rank);
+        self.candidates[first..].sort_unstable_by_key(|&b| (floor[b as usize], rank[b as usize]));
+        Ok(Opened::Node(Frame {
+            at,
+            hole: NONE,
+            first: first as u32,
+            next: first as u32,
+            end: self.candidates.len() as u32,
+            mark: self.log.len(),
+            key,
+        }))
+    }
+
+    /// Checks dominance, the bounds and the memory; returns the node's key if it survives.
+    fn prune(&mut self, part: &Part, unplaced: &[u32], at: Position) -> Option<u64> {
+        if !self.compact(unplaced, at.level) || !self.bounds_hold(part, unplaced, at) {
+            return None;
+        }
+        let key = self.key(part, unplaced, at);
+        (!self.failed.contains(&key)).then_some(key)
+    }
+
     /// Solves independent parts one after the other, the most crowded first.
-    fn solve_pieces(&mut self, mut pieces: Vec<Part>, level: u64) -> Result<Opened, Timeout> {
+    fn solve_pieces(&mut self, mut pieces: Vec<Part>) -> Result<Opened, Stop> {
         pieces.sort_by_key(|p| {
             let crowded = (p.lo..p.hi)
-                .map(|s| self.section_floor[s].max(level) + self.remaining[s])
+                .map(|s| self.section_floor[s] + self.remaining[s])
                 .max()
                 .unwrap_or(0);
             Reverse(crowded)
         });
         let mark = self.log.len();
         for piece in &pieces {
-            if !self.solve(piece, level)? {
+            for s in piece.lo..piece.hi {
+                if self.passed_at[s] != u64::MAX {
+                    self.log.push(Undo::Pass(s as u32, self.passed_at[s]));
+                    self.passed_at[s] = u64::MAX;
+                }
+            }
+            if !self.solve(piece)? {
                 self.undo_to(mark);
                 return Ok(Opened::Failed);
             }
@@ -346,13 +472,13 @@ impl<'a> Solver<'a> {
         Ok(Opened::Solved)
     }
 
-    /// The section to branch on at `level`: among those some candidate covers, the one with the
-    /// least room to spare (the earliest on ties).
-    fn find_hole(&mut self, unplaced: &[u32], level: u64) -> Option<u32> {
+    /// The section to branch on: among those some candidate covers, the one with the fewest
+    /// candidates or the least room to spare, as the strategy says (the earliest on ties).
+    fn find_hole(&mut self, unplaced: &[u32], at: Position) -> Option<u32> {
         let mut range: Option<(usize, usize)> = None;
         for &b in unplaced {
             let b = b as usize;
-            if self.candidate(b, level) {
+            if self.is_candidate[b] {
                 let (lo, hi) = (self.inst.lo[b] as usize, self.inst.hi[b] as usize);
                 for c in &mut self.covered[lo..hi] {
                     *c += 1;
@@ -361,15 +487,13 @@ impl<'a> Solver<'a> {
             }
         }
         let (lo, hi) = range?;
-        let mode = std::env::var("MEMPLAN_HOLE").unwrap_or_default();
-        let hole = (lo..hi).filter(|&s| self.covered[s] > 0).min_by_key(|&s| {
-            let used = self.section_floor[s].max(level) + self.remaining[s];
-            match mode.as_str() {
-                "left" => (0, Reverse(0), s),
-                "mrv" => (self.covered[s], Reverse(used), s),
-                _ => (0, Reverse(used), s),
-            }
-        });
+        let crowding = |s: usize| self.section_floor[s].max(at.level) + self.remaining[s];
+        let sections = (lo..hi).filter(|&s| self.covered[s] > 0);
+        let hole = if self.branching == Branching::FewestCandidates {
+            sections.min_by_key(|&s| (self.covered[s], Reverse(crowding(s)), s))
+        } else {
+            sections.min_by_key(|&s| (Reverse(crowding(s)), s))
+        };
         self.covered[lo..hi].fill(0);
         hole.map(|s| s as u32)
     }
@@ -395,54 +519,76 @@ impl<'a> Solver<'a> {
         })
     }
 
-    /// The stacking bounds of the module documentation, against the current cap.
-    fn bounds_hold(&mut self, part: &Part, unplaced: &[u32], level: u64) -> bool {
+    /// The lowest offset `b` can still get: its floor, or above the level if passed over
+    /// (candidates must be marked).
+    fn lowest(&self, b: usize, at: Position, passed_over: u64) -> u64 {
+        let f = self.floor[b];
+        if f > at.level || self.is_candidate[b] {
+            f
+        } else {
+            passed_over
+        }
+    }
+
+    /// The stacking bound of the module documentation, against the current cap: in each
+    /// section, the unplaced buffers stack above the lowest offset any of them can get. A section
+    /// passes as soon as one buffer covering it can start low enough; the one found last time is
+    /// tried first, so most sections take one step.
+    fn bounds_hold(&mut self, part: &Part, unplaced: &[u32], at: Position) -> bool {
         let smallest = unplaced
             .iter()
             .map(|&b| self.inst.size[b as usize])
             .min()
             .unwrap_or(0);
-        let passed_over = align_up(level + smallest, self.inst.alignment);
-        let mut order = Vec::with_capacity(unplaced.len());
+        let passed_over = align_up(at.level + smallest, self.inst.alignment);
         for &b in unplaced {
-            let bu = b as usize;
-            let f = self.floor[bu];
-            self.lowest[bu] = if f > level || self.candidate(bu, level) {
-                f
-            } else {
-                passed_over
-            };
-            order.push(b);
-        }
-        let lowest = &self.lowest;
-        order.sort_unstable_by_key(|&b| Reverse(lowest[b as usize]));
-        self.stacked[part.lo..part.hi].fill(0);
-        for &b in &order {
             let b = b as usize;
-            let (lo, hi) = (self.inst.lo[b] as usize, self.inst.hi[b] as usize);
-            let size = self.inst.size[b];
-            for total in &mut self.stacked[lo..hi] {
-                *total += size;
-                if lowest[b] + *total > self.cap {
-                    return false;
-                }
+            let lowest = self.lowest(b, at, passed_over);
+            if lowest + self.inst.size[b] > self.cap {
+                return false;
+            }
+            self.lowest_of[b] = lowest;
+        }
+        for s in part.lo..part.hi {
+            let rem = self.remaining[s];
+            if rem == 0 {
+                continue;
+            }
+            if rem > self.cap {
+                return false;
+            }
+            let low_enough = |b: u32| {
+                let b = b as usize;
+                !self.placed[b] && self.lowest_of[b] <= self.cap - rem
+            };
+            if low_enough(self.witness[s]) {
+                continue;
+            }
+            match self.inst.covering[s]
+                .iter()
+                .copied()
+                .find(|&b| low_enough(b))
+            {
+                Some(b) => self.witness[s] = b,
+                None => return false,
             }
         }
         true
     }
 
     /// A hash of what the rest of this part's search depends on.
-    fn key(&self, part: &Part, unplaced: &[u32], level: u64) -> u64 {
-        let mut key = mix(level);
+    fn key(&self, part: &Part, unplaced: &[u32], at: Position) -> u64 {
+        let mut key = mix(at.level);
         for &b in unplaced {
-            key ^= mix(u64::from(b) + 0x5151);
+            let bu = b as usize;
+            let passed = self.floor[bu] == at.level && !self.is_candidate[bu];
+            key ^= mix(2 * u64::from(b) + u64::from(passed) + 0x5151);
         }
         for s in part.lo..part.hi {
             if self.remaining[s] > 0 {
                 let floor = self.section_floor[s];
-                let floor = if floor < level { u64::MAX } else { floor };
-                let passed = u64::from(self.passed_at[s] == level);
-                key = key.wrapping_add(mix(floor ^ mix(2 * s as u64 + passed + 1)));
+                let floor = if floor < at.level { u64::MAX } else { floor };
+                key = key.wrapping_add(mix(floor ^ mix(s as u64 + 1)));
             }
         }
         key
@@ -457,9 +603,16 @@ impl<'a> Solver<'a> {
         let top = at + inst.size[bu];
         for s in inst.lo[bu]..inst.hi[bu] {
             let su = s as usize;
-            self.log.push(Undo::Floor(s, self.section_floor[su]));
+            self.log.push(Undo::SectionFloor(s, self.section_floor[su]));
             self.section_floor[su] = top;
             self.remaining[su] -= inst.size[bu];
+        }
+        for &c in &inst.conflicts[bu] {
+            let cu = c as usize;
+            if !self.placed[cu] && self.top_below[cu] < top {
+                self.log.push(Undo::BufferFloor(c, self.top_below[cu]));
+                self.top_below[cu] = top;
+            }
         }
     }
 
@@ -473,7 +626,8 @@ impl<'a> Solver<'a> {
                         self.remaining[s as usize] += self.inst.size[bu];
                     }
                 }
-                Some(Undo::Floor(s, old)) => self.section_floor[s as usize] = old,
+                Some(Undo::SectionFloor(s, old)) => self.section_floor[s as usize] = old,
+                Some(Undo::BufferFloor(b, old)) => self.top_below[b as usize] = old,
                 Some(Undo::Pass(s, old)) => self.passed_at[s as usize] = old,
                 None => {}
             }
@@ -482,8 +636,18 @@ impl<'a> Solver<'a> {
 }
 
 /// Splits unplaced buffers (sorted by first section) where no buffer spans from one group to the
-/// next.
-fn split(inst: &Instance, unplaced: &[u32]) -> Vec<Part> {
+/// next; `None` when they form one group.
+fn split(inst: &Instance, unplaced: &[u32]) -> Option<Vec<Part>> {
+    let mut reach = 0;
+    let splits = unplaced.iter().enumerate().any(|(k, &b)| {
+        let (lo, hi) = (inst.lo[b as usize] as usize, inst.hi[b as usize] as usize);
+        let starts_group = k > 0 && lo >= reach;
+        reach = reach.max(hi);
+        starts_group
+    });
+    if !splits {
+        return None;
+    }
     let mut pieces: Vec<Part> = Vec::new();
     for &b in unplaced {
         let (lo, hi) = (inst.lo[b as usize] as usize, inst.hi[b as usize] as usize);
@@ -499,5 +663,5 @@ fn split(inst: &Instance, unplaced: &[u32]) -> Vec<Part> {
             }),
         }
     }
-    pieces
+    Some(pieces)
 }

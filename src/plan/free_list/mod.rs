@@ -127,3 +127,101 @@ impl FreeList {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Buffer;
+    use crate::plan::problem::arena_of;
+
+    /// Lifetimes are inclusive `(first, last)` as in the method's text.
+    fn problem(alignment: u64, blocks: &[(u64, u32, u32)]) -> Problem {
+        Problem {
+            buffers: blocks
+                .iter()
+                .map(|&(size, first, last)| Buffer {
+                    size,
+                    start: first,
+                    end: last + 1,
+                })
+                .collect(),
+            alignment,
+        }
+    }
+
+    #[test]
+    fn s2_worked_example() {
+        let p = problem(
+            1,
+            &[
+                (2048, 0, 2),
+                (2048, 1, 4),
+                (1024, 2, 3),
+                (2048, 3, 4),
+                (1024, 4, 5),
+                (4096, 5, 5),
+            ],
+        );
+        let offsets = s2_free_list(&p);
+        assert_eq!(offsets, [0, 2048, 4096, 0, 4096, 0]);
+        assert_eq!(arena_of(&p, &offsets), 5120);
+    }
+
+    #[test]
+    fn extending_the_top_free_block_grows_the_arena_by_the_shortfall() {
+        // Block 1 (100 B) is freed at the top; block 2 needs 160 B: the top block grows by 60.
+        let p = problem(1, &[(50, 0, 5), (100, 0, 0), (160, 1, 2)]);
+        let offsets = s2_free_list(&p);
+        assert_eq!(offsets, [0, 50, 50]);
+        assert_eq!(arena_of(&p, &offsets), 210);
+    }
+
+    #[test]
+    fn extending_a_middle_free_block_moves_everything_above_it() {
+        // Block 0 leaves [0, 100) free under live block 1 at [100, 150); block 2 needs 120 B:
+        // the largest free block grows by 20, so block 1 moves up to 120 (for its whole life).
+        let p = problem(1, &[(100, 0, 1), (50, 0, 9), (120, 2, 3)]);
+        let offsets = s2_free_list(&p);
+        assert_eq!(offsets, [0, 120, 0]);
+        assert_eq!(arena_of(&p, &offsets), 170);
+    }
+
+    #[test]
+    fn released_blocks_above_the_extension_move_too() {
+        // Blocks 2 and 3 are released at [130, 170) and [130, 160) above live block 1; block 4
+        // extends the largest free block [0, 100) by 20, so blocks 1, 2 and 3 all move up by 20.
+        let p = problem(
+            1,
+            &[(100, 0, 1), (30, 0, 5), (40, 0, 0), (30, 2, 2), (120, 3, 4)],
+        );
+        let offsets = s2_free_list(&p);
+        assert_eq!(offsets, [0, 120, 150, 150, 0]);
+        let solution = crate::plan::Solution {
+            arena: arena_of(&p, &offsets),
+            offsets,
+            planner: String::new(),
+            proven_optimal: false,
+            lower_bound: 0,
+        };
+        assert_eq!(solution.arena, 190);
+        assert_eq!(crate::plan::verify(&p, &solution), Ok(()));
+    }
+
+    #[test]
+    fn shift_list_shifts_suffixes_across_chunks() {
+        let mut list = ShiftList::default();
+        for i in 0..3000usize {
+            list.insert((i as u64 * 7919) % 3000, i);
+        }
+        list.shift_from(1500, 10);
+        list.shift_from(2990, 5);
+        let mut offsets = vec![0u64; 3000];
+        list.write_offsets(&mut offsets);
+        for (i, &o) in offsets.iter().enumerate() {
+            let base = (i as u64 * 7919) % 3000;
+            let after_first = base + if base >= 1500 { 10 } else { 0 };
+            let expected = after_first + if after_first >= 2990 { 5 } else { 0 };
+            assert_eq!(o, expected, "block {i}");
+        }
+    }
+}

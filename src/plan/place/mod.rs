@@ -51,14 +51,12 @@ impl<'p> Placer<'p> {
             return 0;
         }
         self.occupied.clear();
-        let offsets = &self.offsets;
         let occupied = &mut self.occupied;
-        self.index.for_each_conflict(&buffer, |j| {
-            occupied.push((offsets[j], offsets[j] + self.problem.buffers[j].size));
-        });
+        self.index
+            .for_each_conflict(i, |offset, top| occupied.push((offset, top)));
         let offset = choose_gap(&mut self.occupied, buffer.size, self.problem.alignment, fit);
         self.offsets[i] = offset;
-        self.index.insert(i, &buffer);
+        self.index.insert(i, offset, offset + buffer.size);
         offset
     }
 }
@@ -84,4 +82,65 @@ fn choose_gap(occupied: &mut [(u64, u64)], size: u64, alignment: u64, fit: Fit) 
         free_from = free_from.max(hi);
     }
     best.map_or(align_up(free_from, alignment), |(_, start)| start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowest_fit_takes_the_first_gap_that_holds_the_buffer() {
+        let mut occupied = vec![(20, 30), (0, 10), (45, 50)];
+        assert_eq!(choose_gap(&mut occupied, 10, 1, Fit::Lowest), 10);
+        assert_eq!(choose_gap(&mut occupied, 12, 1, Fit::Lowest), 30);
+        assert_eq!(choose_gap(&mut occupied, 16, 1, Fit::Lowest), 50);
+    }
+
+    #[test]
+    fn best_fit_takes_the_smallest_gap_that_holds_the_buffer() {
+        let mut occupied = vec![(0, 10), (30, 40), (45, 60)];
+        // Gaps: [10, 30) of 20 and [40, 45) of 5.
+        assert_eq!(choose_gap(&mut occupied, 5, 1, Fit::Best), 40);
+        assert_eq!(choose_gap(&mut occupied, 6, 1, Fit::Best), 10);
+        assert_eq!(choose_gap(&mut occupied, 21, 1, Fit::Best), 60);
+    }
+
+    #[test]
+    fn gaps_respect_alignment() {
+        let mut occupied = vec![(0, 10), (40, 50)];
+        assert_eq!(choose_gap(&mut occupied, 20, 16, Fit::Lowest), 16);
+        assert_eq!(choose_gap(&mut occupied, 25, 16, Fit::Lowest), 64);
+        assert_eq!(choose_gap(&mut occupied, 8, 16, Fit::Best), 16);
+    }
+
+    #[test]
+    fn placer_sees_only_conflicting_buffers() {
+        let problem = Problem {
+            buffers: vec![
+                crate::plan::Buffer {
+                    size: 10,
+                    start: 0,
+                    end: 2,
+                },
+                crate::plan::Buffer {
+                    size: 10,
+                    start: 2,
+                    end: 4,
+                },
+                crate::plan::Buffer {
+                    size: 5,
+                    start: 1,
+                    end: 3,
+                },
+                crate::plan::Buffer {
+                    size: 7,
+                    start: 5,
+                    end: 5,
+                },
+            ],
+            alignment: 1,
+        };
+        let offsets = Placer::new(&problem).place_all(&[0, 1, 2, 3], Fit::Lowest);
+        assert_eq!(offsets, [0, 0, 10, 0]);
+    }
 }
