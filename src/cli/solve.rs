@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use crate::plan::csv::{format_csv, read_csv};
@@ -50,9 +50,9 @@ pub struct SolveArgs {
 /// [`EXIT_BUG`] if the plan fails verification. Bad input is an `Err`.
 pub fn run(args: &SolveArgs) -> anyhow::Result<i32> {
     if !args.time_limit.is_finite() || args.time_limit < 0.0 {
-        bail!("--time-limit must be a non-negative number of seconds");
+        crate::bail_input!("--time-limit must be a non-negative number of seconds");
     }
-    let csv = read_csv(&args.problem)?;
+    let csv = read_csv(&args.problem).map_err(|e| crate::input_error!("{e}"))?;
     let options = PlanOptions {
         planner: args.planner,
         time_limit: Duration::from_secs_f64(args.time_limit.min(1e9)),
