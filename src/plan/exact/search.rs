@@ -125,6 +125,9 @@ pub(super) struct Solver<'a> {
     passed_before: Vec<u32>,
     /// Per node: whether each unplaced buffer is a candidate.
     is_candidate: Vec<bool>,
+    /// Per node, for the frontier check: which sections are reached, and the candidates.
+    reach: Vec<bool>,
+    starts_here: Vec<u32>,
     /// Per node: the lowest offset each unplaced buffer can get.
     lowest_of: Vec<u64>,
     /// Per section, the buffer that last showed the section's bound holds (checked first).
@@ -170,6 +173,8 @@ impl<'a> Solver<'a> {
             scratch: Vec::with_capacity(n),
             passed_before: vec![0; inst.sections + 1],
             is_candidate: vec![false; n],
+            reach: vec![false; inst.sections + 1],
+            starts_here: Vec::with_capacity(n),
             lowest_of: vec![0; n],
             witness: inst
                 .covering
@@ -440,7 +445,10 @@ impl<'a> Solver<'a> {
 
     /// Checks dominance, the bounds and the memory; returns the node's key if it survives.
     fn prune(&mut self, part: &Part, unplaced: &[u32], at: Position) -> Option<u64> {
-        if !self.compact(unplaced, at.level) || !self.bounds_hold(part, unplaced, at) {
+        if !self.compact(unplaced, at.level)
+            || !self.bounds_hold(part, unplaced, at)
+            || !self.frontier_can_be_filled(part, unplaced, at)
+        {
             return None;
         }
         let key = self.key(part, unplaced, at);
@@ -574,6 +582,74 @@ impl<'a> Solver<'a> {
             }
         }
         true
+    }
+
+    /// False when the sections that must get a buffer at the level cannot all get one.
+    ///
+    /// In a section at or below the level, the next buffer either is a candidate placed at the
+    /// level, or starts no lower than its lowest offset (see [`Self::lowest`]), where a candidate
+    /// not placed at the level counts as passed over. When no buffer covering the section could
+    /// start low enough that way for the rest to fit, a candidate must go across the section at
+    /// the level. Candidates at one level do not conflict, so they are disjoint intervals of
+    /// sections; a left-to-right pass over the sections checks that disjoint candidates can
+    /// cover all such sections (`lowest_of` and the candidates must be current).
+    fn frontier_can_be_filled(&mut self, part: &Part, unplaced: &[u32], at: Position) -> bool {
+        let smallest = unplaced
+            .iter()
+            .map(|&b| self.inst.size[b as usize])
+            .min()
+            .unwrap_or(0);
+        let passed_over = align_up(at.level + smallest, self.inst.alignment);
+        let must_fill = |s: usize| {
+            let rem = self.remaining[s];
+            rem > 0
+                && self.section_floor[s] <= at.level
+                && !self.inst.covering[s].iter().any(|&b| {
+                    let b = b as usize;
+                    let later = if self.is_candidate[b] {
+                        passed_over
+                    } else {
+                        self.lowest_of[b]
+                    };
+                    !self.placed[b] && later + rem <= self.cap
+                })
+        };
+        if !(part.lo..part.hi).any(must_fill) {
+            return true;
+        }
+        let reach = &mut self.reach;
+        reach[part.lo..=part.hi].fill(false);
+        reach[part.lo] = true;
+        self.starts_here.clear();
+        self.starts_here.extend(
+            unplaced
+                .iter()
+                .copied()
+                .filter(|&b| self.is_candidate[b as usize]),
+        );
+        let lo_of = &self.inst.lo;
+        self.starts_here
+            .sort_unstable_by_key(|&b| lo_of[b as usize]);
+        let mut next = 0;
+        for s in part.lo..part.hi {
+            while next < self.starts_here.len()
+                && (lo_of[self.starts_here[next] as usize] as usize) < s
+            {
+                next += 1;
+            }
+            if !reach[s] {
+                continue;
+            }
+            if !must_fill(s) {
+                reach[s + 1] = true;
+            }
+            let mut k = next;
+            while k < self.starts_here.len() && lo_of[self.starts_here[k] as usize] as usize == s {
+                reach[self.inst.hi[self.starts_here[k] as usize] as usize] = true;
+                k += 1;
+            }
+        }
+        reach[part.hi]
     }
 
     /// A hash of what the rest of this part's search depends on.
