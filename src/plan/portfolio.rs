@@ -1,6 +1,6 @@
 //! Running planners by name, and `auto`: the fast heuristics, then the exact search.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -46,7 +46,10 @@ const LARGE_HEURISTICS: [PlannerChoice; 3] = [
 
 /// Runs the chosen planner on a validated problem.
 pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
-    let deadline = Instant::now() + options.time_limit;
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(options.time_limit)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
     let bound = lower_bound(problem);
     let good_enough = bound.max(options.capacity.unwrap_or(0));
     match options.planner {
@@ -197,6 +200,23 @@ mod tests {
                     assert!(s.arena <= fastest, "auto keeps the best heuristic");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn an_unbounded_time_limit_is_accepted() {
+        let p = synth::random(12, 8, 50, 4, 1);
+        for planner in [
+            PlannerChoice::Auto,
+            PlannerChoice::Exact,
+            PlannerChoice::S3Genetic,
+        ] {
+            let options = PlanOptions {
+                planner,
+                time_limit: Duration::MAX,
+                ..PlanOptions::default()
+            };
+            assert_eq!(verify(&p, &run(&p, &options)), Ok(()));
         }
     }
 

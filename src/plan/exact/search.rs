@@ -93,6 +93,10 @@ enum Opened {
     Node(Frame),
 }
 
+/// How deeply decompositions may nest (each is a recursive call); deeper, the search goes on
+/// without splitting, which is only slower.
+const MAX_NESTING: u32 = 200;
+
 /// Forgotten failures are only lost pruning, so the memory is simply cleared when full.
 const MEMORY_LIMIT: usize = 1 << 23;
 
@@ -106,6 +110,8 @@ pub(super) struct Solver<'a> {
     branching: Branching,
     rank: Vec<u32>,
     nodes: u64,
+    /// How many decompositions enclose the current search.
+    nesting: u32,
     placed: Vec<bool>,
     offset: Vec<u64>,
     /// Highest top of a placed buffer in each section.
@@ -161,6 +167,7 @@ impl<'a> Solver<'a> {
             branching: Branching::MostCrowded,
             rank: vec![0; n],
             nodes: 0,
+            nesting: 0,
             placed: vec![false; n],
             offset: vec![0; n],
             section_floor: vec![0; inst.sections],
@@ -341,7 +348,11 @@ impl<'a> Solver<'a> {
         for &b in &unplaced {
             self.floor[b as usize] = self.floor_now(b as usize);
         }
-        let pieces = split(self.inst, &unplaced);
+        let pieces = if self.nesting < MAX_NESTING {
+            split(self.inst, &unplaced)
+        } else {
+            None
+        };
         let opened = if unplaced.is_empty() {
             Ok(Opened::Solved)
         } else if pieces.is_some() {
@@ -456,7 +467,14 @@ impl<'a> Solver<'a> {
     }
 
     /// Solves independent parts one after the other, the most crowded first.
-    fn solve_pieces(&mut self, mut pieces: Vec<Part>) -> Result<Opened, Stop> {
+    fn solve_pieces(&mut self, pieces: Vec<Part>) -> Result<Opened, Stop> {
+        self.nesting += 1;
+        let opened = self.solve_pieces_in_turn(pieces);
+        self.nesting -= 1;
+        opened
+    }
+
+    fn solve_pieces_in_turn(&mut self, mut pieces: Vec<Part>) -> Result<Opened, Stop> {
         pieces.sort_by_key(|p| {
             let crowded = (p.lo..p.hi)
                 .map(|s| self.section_floor[s] + self.remaining[s])
