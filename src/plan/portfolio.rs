@@ -68,8 +68,8 @@ pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
             )
         }
         PlannerChoice::Exact => {
-            let start = heuristic(problem, PlannerChoice::GreedyBySize);
-            improve_exactly(problem, &start, options, deadline, bound)
+            let start = best_heuristic(problem, &HEURISTICS, bound);
+            improve_exactly(problem, &start.offsets, options, deadline, bound)
         }
         fast => finish(problem, heuristic(problem, fast), fast, bound),
     }
@@ -86,6 +86,15 @@ fn heuristic(problem: &Problem, choice: PlannerChoice) -> Vec<u64> {
         PlannerChoice::S2FreeList => s2_free_list(problem),
         _ => greedy(problem, Order::Size, Fit::Lowest),
     }
+}
+
+/// Runs the given heuristics in parallel and keeps the smallest arena (the first on ties).
+fn best_heuristic(problem: &Problem, heuristics: &[PlannerChoice], bound: u64) -> Solution {
+    heuristics
+        .par_iter()
+        .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
+        .min_by_key(|s| s.arena)
+        .unwrap_or_else(|| finish(problem, Vec::new(), PlannerChoice::Auto, bound))
 }
 
 fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u64) -> Solution {
@@ -108,11 +117,7 @@ fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64)
     } else {
         &HEURISTICS
     };
-    let best = heuristics
-        .par_iter()
-        .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
-        .min_by_key(|s| s.arena)
-        .unwrap_or_else(|| finish(problem, Vec::new(), PlannerChoice::Auto, bound));
+    let best = best_heuristic(problem, heuristics, bound);
     let met = options
         .capacity
         .is_some_and(|c| best.arena <= c || bound > c);
