@@ -39,6 +39,7 @@ use std::time::Instant;
 use super::instance::{Instance, NONE};
 use super::strategy::{Branching, Strategy};
 use crate::plan::problem::align_up;
+use crate::plan::rng::mix;
 
 /// Why a search stopped before finishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,13 +141,6 @@ pub(super) struct Solver<'a> {
     witness: Vec<u32>,
     covered: Vec<u32>,
     failed: HashSet<u64>,
-}
-
-/// A well-mixed 64-bit function of one value (the SplitMix64 finaliser).
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 impl<'a> Solver<'a> {
@@ -455,10 +449,17 @@ impl<'a> Solver<'a> {
     }
 
     /// Checks dominance, the bounds and the memory; returns the node's key if it survives.
+    /// A passed-over buffer can start no lower than the level plus the smallest unplaced size.
     fn prune(&mut self, part: &Part, unplaced: &[u32], at: Position) -> Option<u64> {
+        let smallest = unplaced
+            .iter()
+            .map(|&b| self.inst.size[b as usize])
+            .min()
+            .unwrap_or(0);
+        let passed_over = align_up(at.level + smallest, self.inst.alignment);
         if !self.compact(unplaced, at.level)
-            || !self.bounds_hold(part, unplaced, at)
-            || !self.frontier_can_be_filled(part, unplaced, at)
+            || !self.bounds_hold(part, unplaced, at, passed_over)
+            || !self.frontier_can_be_filled(part, unplaced, at, passed_over)
         {
             return None;
         }
@@ -560,13 +561,13 @@ impl<'a> Solver<'a> {
     /// section, the unplaced buffers stack above the lowest offset any of them can get. A section
     /// passes as soon as one buffer covering it can start low enough; the one found last time is
     /// tried first, so most sections take one step.
-    fn bounds_hold(&mut self, part: &Part, unplaced: &[u32], at: Position) -> bool {
-        let smallest = unplaced
-            .iter()
-            .map(|&b| self.inst.size[b as usize])
-            .min()
-            .unwrap_or(0);
-        let passed_over = align_up(at.level + smallest, self.inst.alignment);
+    fn bounds_hold(
+        &mut self,
+        part: &Part,
+        unplaced: &[u32],
+        at: Position,
+        passed_over: u64,
+    ) -> bool {
         for &b in unplaced {
             let b = b as usize;
             let lowest = self.lowest(b, at, passed_over);
@@ -611,13 +612,13 @@ impl<'a> Solver<'a> {
     /// the level. Candidates at one level do not conflict, so they are disjoint intervals of
     /// sections; a left-to-right pass over the sections checks that disjoint candidates can
     /// cover all such sections (`lowest_of` and the candidates must be current).
-    fn frontier_can_be_filled(&mut self, part: &Part, unplaced: &[u32], at: Position) -> bool {
-        let smallest = unplaced
-            .iter()
-            .map(|&b| self.inst.size[b as usize])
-            .min()
-            .unwrap_or(0);
-        let passed_over = align_up(at.level + smallest, self.inst.alignment);
+    fn frontier_can_be_filled(
+        &mut self,
+        part: &Part,
+        unplaced: &[u32],
+        at: Position,
+        passed_over: u64,
+    ) -> bool {
         let must_fill = |s: usize| {
             let rem = self.remaining[s];
             rem > 0
