@@ -22,7 +22,7 @@ mod verify;
 pub use bounds::{aligned_live_bound, lower_bound, max_live_bound};
 pub use options::{PlanOptions, PlannerChoice, UnknownPlanner, planner_names};
 pub use portfolio::HEURISTICS;
-pub use problem::{Buffer, PlanError, Problem, Solution};
+pub use problem::{Buffer, MAX_TOTAL, PlanError, Problem, Solution};
 pub use verify::{VerifyError, verify};
 
 /// Plans the problem with the chosen planner. Errors only on an invalid problem (zero alignment,

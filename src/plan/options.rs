@@ -25,7 +25,8 @@ pub enum PlannerChoice {
     S2FreeList,
     /// S3: genetic search over allocation orders.
     S3Genetic,
-    /// Branch-and-bound over canonical placements; proves optimality when it finishes.
+    /// Branch-and-bound over canonical placements, from the best heuristic plan; proves
+    /// optimality when it finishes.
     Exact,
 }
 

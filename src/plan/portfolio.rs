@@ -1,6 +1,6 @@
 //! Running planners by name, and `auto`: the fast heuristics, then the exact search.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -46,7 +46,10 @@ const LARGE_HEURISTICS: [PlannerChoice; 3] = [
 
 /// Runs the chosen planner on a validated problem.
 pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
-    let deadline = Instant::now() + options.time_limit;
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(options.time_limit)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
     let bound = lower_bound(problem);
     let good_enough = bound.max(options.capacity.unwrap_or(0));
     match options.planner {
@@ -65,8 +68,8 @@ pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
             )
         }
         PlannerChoice::Exact => {
-            let start = heuristic(problem, PlannerChoice::GreedyBySize);
-            improve_exactly(problem, &start, options, deadline, bound)
+            let start = best_heuristic(problem, &HEURISTICS, bound);
+            improve_exactly(problem, &start.offsets, options, deadline, bound)
         }
         fast => finish(problem, heuristic(problem, fast), fast, bound),
     }
@@ -83,6 +86,15 @@ fn heuristic(problem: &Problem, choice: PlannerChoice) -> Vec<u64> {
         PlannerChoice::S2FreeList => s2_free_list(problem),
         _ => greedy(problem, Order::Size, Fit::Lowest),
     }
+}
+
+/// Runs the given heuristics in parallel and keeps the smallest arena (the first on ties).
+fn best_heuristic(problem: &Problem, heuristics: &[PlannerChoice], bound: u64) -> Solution {
+    heuristics
+        .par_iter()
+        .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
+        .min_by_key(|s| s.arena)
+        .unwrap_or_else(|| finish(problem, Vec::new(), PlannerChoice::Auto, bound))
 }
 
 fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u64) -> Solution {
@@ -105,11 +117,7 @@ fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64)
     } else {
         &HEURISTICS
     };
-    let best = heuristics
-        .par_iter()
-        .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
-        .min_by_key(|s| s.arena)
-        .unwrap_or_else(|| finish(problem, Vec::new(), PlannerChoice::Auto, bound));
+    let best = best_heuristic(problem, heuristics, bound);
     let met = options
         .capacity
         .is_some_and(|c| best.arena <= c || bound > c);
@@ -197,6 +205,23 @@ mod tests {
                     assert!(s.arena <= fastest, "auto keeps the best heuristic");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn an_unbounded_time_limit_is_accepted() {
+        let p = synth::random(12, 8, 50, 4, 1);
+        for planner in [
+            PlannerChoice::Auto,
+            PlannerChoice::Exact,
+            PlannerChoice::S3Genetic,
+        ] {
+            let options = PlanOptions {
+                planner,
+                time_limit: Duration::MAX,
+                ..PlanOptions::default()
+            };
+            assert_eq!(verify(&p, &run(&p, &options)), Ok(()));
         }
     }
 

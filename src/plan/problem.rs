@@ -50,22 +50,26 @@ pub struct Solution {
     pub lower_bound: u64,
 }
 
+/// The largest padded total size [`Problem::validate`] accepts: 2^62 bytes.
+pub const MAX_TOTAL: u64 = 1 << 62;
+
 /// Why a problem cannot be planned at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// The alignment is zero.
     #[error("alignment must be at least 1")]
     ZeroAlignment,
-    /// Byte sizes and offsets would not fit in 64 bits.
-    #[error("buffer sizes are too large: the arena would overflow 64 bits")]
+    /// The sizes add up to more than [`MAX_TOTAL`] bytes.
+    #[error("buffer sizes add up to more than 2^62 bytes")]
     Overflow,
 }
 
 impl Problem {
-    /// Checks what every planner assumes: a non-zero alignment and sums that fit in `u64`.
+    /// Checks what every planner assumes: a non-zero alignment, and sizes whose padded total is
+    /// at most [`MAX_TOTAL`].
     ///
     /// The worst any planner does is stack every buffer on top of the others with alignment
-    /// padding, so that total must fit.
+    /// padding; keeping that total well inside 64 bits lets planners add two such amounts.
     pub fn validate(&self) -> Result<(), PlanError> {
         if self.alignment == 0 {
             return Err(PlanError::ZeroAlignment);
@@ -77,6 +81,9 @@ impl Problem {
                 .checked_add(self.alignment)
                 .ok_or(PlanError::Overflow)?;
             total = total.checked_add(padded).ok_or(PlanError::Overflow)?;
+        }
+        if total > MAX_TOTAL {
+            return Err(PlanError::Overflow);
         }
         Ok(())
     }
@@ -166,6 +173,18 @@ mod tests {
             alignment: 1,
         };
         assert_eq!(huge.validate(), Err(PlanError::Overflow));
+        let over = Problem {
+            buffers: vec![
+                Buffer {
+                    size: 1 << 61,
+                    start: 0,
+                    end: 1
+                };
+                2
+            ],
+            alignment: 1,
+        };
+        assert_eq!(over.validate(), Err(PlanError::Overflow));
     }
 
     #[test]

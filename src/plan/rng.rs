@@ -1,5 +1,12 @@
 //! A tiny seeded pseudo-random generator (SplitMix64): deterministic, fast, no dependency.
 
+/// SplitMix64's finaliser: a well-mixed 64-bit function of one value (also used for hashing).
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// SplitMix64 (Steele, Lea and Flood 2014): a 64-bit state advanced by a constant and mixed.
 #[derive(Debug, Clone)]
 pub(crate) struct Rng {
@@ -15,10 +22,7 @@ impl Rng {
     /// The next 64 random bits.
     pub(crate) fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mix(self.state)
     }
 
     /// A uniform integer in `[0, n)`; `n` must be positive.

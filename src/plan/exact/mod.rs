@@ -26,10 +26,11 @@ pub(crate) struct Exact {
 /// Improves on `incumbent` (a valid placement) until `deadline`.
 ///
 /// With a `capacity`, each group is searched with that cap and the search stops once it is met;
-/// a group whose search is exhausted proves the capacity impossible. Without one, each group is
-/// first tried at the overall lower bound (a quarter of the remaining time), then its cap is
-/// lowered below its best arena until its search space is exhausted (which proves it optimal)
-/// or time runs out.
+/// a group whose search is exhausted proves the capacity impossible. Without one, groups are
+/// taken by decreasing lower bound; each only needs to get down to a *target*: the overall lower
+/// bound, or the arena an earlier group already settled at, whichever is larger. A group is
+/// first tried at its target (a quarter of the remaining time), then its cap is lowered below its
+/// best arena until its search space is exhausted (which proves it optimal) or time runs out.
 pub(crate) fn exact(
     problem: &Problem,
     incumbent: &[u64],
@@ -49,6 +50,7 @@ pub(crate) fn exact(
     let global_bound = lower_bound(problem);
     let good_enough = global_bound.max(capacity.unwrap_or(0));
     let mut proven = global_bound;
+    let mut target = good_enough;
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by_key(|&g| std::cmp::Reverse(bounds[g]));
     for g in order {
@@ -61,7 +63,7 @@ pub(crate) fn exact(
                 .unwrap_or(0)
         };
         let upper = arena_of(&offsets);
-        if upper <= good_enough {
+        if upper <= target {
             continue;
         }
         let inst = Instance::new(problem, members);
@@ -85,23 +87,26 @@ pub(crate) fn exact(
                 Answer::Found(local) => {
                     adopt(&local);
                 }
-                Answer::Impossible => proven = proven.max(cap + 1),
+                Answer::Impossible => {
+                    proven = proven.max(cap + 1);
+                    break;
+                }
                 Answer::Unknown => {}
             }
             continue;
         }
         let now = Instant::now();
         let probe_deadline = now + deadline.saturating_duration_since(now) / 4;
-        let mut known = match satisfy(good_enough, probe_deadline) {
+        let mut known = match satisfy(target, probe_deadline) {
             Answer::Found(local) => {
                 adopt(&local);
                 continue;
             }
-            Answer::Impossible => good_enough + 1,
+            Answer::Impossible => target + 1,
             Answer::Unknown => bounds[g],
         };
         let mut best = upper;
-        while best > known && best > good_enough {
+        while best > known && best > target {
             match satisfy(best - 1, deadline) {
                 Answer::Found(local) => best = adopt(&local),
                 Answer::Impossible => known = best,
@@ -109,6 +114,7 @@ pub(crate) fn exact(
             }
         }
         proven = proven.max(known);
+        target = target.max(best);
     }
     let arena = crate::plan::problem::arena_of(problem, &offsets);
     Exact {

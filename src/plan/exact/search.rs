@@ -39,6 +39,7 @@ use std::time::Instant;
 use super::instance::{Instance, NONE};
 use super::strategy::{Branching, Strategy};
 use crate::plan::problem::align_up;
+use crate::plan::rng::mix;
 
 /// Why a search stopped before finishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +94,10 @@ enum Opened {
     Node(Frame),
 }
 
+/// How deeply decompositions may nest (each is a recursive call); deeper, the search goes on
+/// without splitting, which is only slower.
+const MAX_NESTING: u32 = 200;
+
 /// Forgotten failures are only lost pruning, so the memory is simply cleared when full.
 const MEMORY_LIMIT: usize = 1 << 23;
 
@@ -106,6 +111,8 @@ pub(super) struct Solver<'a> {
     branching: Branching,
     rank: Vec<u32>,
     nodes: u64,
+    /// How many decompositions enclose the current search.
+    nesting: u32,
     placed: Vec<bool>,
     offset: Vec<u64>,
     /// Highest top of a placed buffer in each section.
@@ -125,19 +132,15 @@ pub(super) struct Solver<'a> {
     passed_before: Vec<u32>,
     /// Per node: whether each unplaced buffer is a candidate.
     is_candidate: Vec<bool>,
+    /// Per node, for the frontier check: which sections are reached, and the candidates.
+    reach: Vec<bool>,
+    starts_here: Vec<u32>,
     /// Per node: the lowest offset each unplaced buffer can get.
     lowest_of: Vec<u64>,
     /// Per section, the buffer that last showed the section's bound holds (checked first).
     witness: Vec<u32>,
     covered: Vec<u32>,
     failed: HashSet<u64>,
-}
-
-/// A well-mixed 64-bit function of one value (the SplitMix64 finaliser).
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 impl<'a> Solver<'a> {
@@ -158,6 +161,7 @@ impl<'a> Solver<'a> {
             branching: Branching::MostCrowded,
             rank: vec![0; n],
             nodes: 0,
+            nesting: 0,
             placed: vec![false; n],
             offset: vec![0; n],
             section_floor: vec![0; inst.sections],
@@ -170,6 +174,8 @@ impl<'a> Solver<'a> {
             scratch: Vec::with_capacity(n),
             passed_before: vec![0; inst.sections + 1],
             is_candidate: vec![false; n],
+            reach: vec![false; inst.sections + 1],
+            starts_here: Vec::with_capacity(n),
             lowest_of: vec![0; n],
             witness: inst
                 .covering
@@ -336,7 +342,11 @@ impl<'a> Solver<'a> {
         for &b in &unplaced {
             self.floor[b as usize] = self.floor_now(b as usize);
         }
-        let pieces = split(self.inst, &unplaced);
+        let pieces = if self.nesting < MAX_NESTING {
+            split(self.inst, &unplaced)
+        } else {
+            None
+        };
         let opened = if unplaced.is_empty() {
             Ok(Opened::Solved)
         } else if pieces.is_some() {
@@ -439,8 +449,18 @@ impl<'a> Solver<'a> {
     }
 
     /// Checks dominance, the bounds and the memory; returns the node's key if it survives.
+    /// A passed-over buffer can start no lower than the level plus the smallest unplaced size.
     fn prune(&mut self, part: &Part, unplaced: &[u32], at: Position) -> Option<u64> {
-        if !self.compact(unplaced, at.level) || !self.bounds_hold(part, unplaced, at) {
+        let smallest = unplaced
+            .iter()
+            .map(|&b| self.inst.size[b as usize])
+            .min()
+            .unwrap_or(0);
+        let passed_over = align_up(at.level + smallest, self.inst.alignment);
+        if !self.compact(unplaced, at.level)
+            || !self.bounds_hold(part, unplaced, at, passed_over)
+            || !self.frontier_can_be_filled(part, unplaced, at, passed_over)
+        {
             return None;
         }
         let key = self.key(part, unplaced, at);
@@ -448,7 +468,14 @@ impl<'a> Solver<'a> {
     }
 
     /// Solves independent parts one after the other, the most crowded first.
-    fn solve_pieces(&mut self, mut pieces: Vec<Part>) -> Result<Opened, Stop> {
+    fn solve_pieces(&mut self, pieces: Vec<Part>) -> Result<Opened, Stop> {
+        self.nesting += 1;
+        let opened = self.solve_pieces_in_turn(pieces);
+        self.nesting -= 1;
+        opened
+    }
+
+    fn solve_pieces_in_turn(&mut self, mut pieces: Vec<Part>) -> Result<Opened, Stop> {
         pieces.sort_by_key(|p| {
             let crowded = (p.lo..p.hi)
                 .map(|s| self.section_floor[s] + self.remaining[s])
@@ -534,13 +561,13 @@ impl<'a> Solver<'a> {
     /// section, the unplaced buffers stack above the lowest offset any of them can get. A section
     /// passes as soon as one buffer covering it can start low enough; the one found last time is
     /// tried first, so most sections take one step.
-    fn bounds_hold(&mut self, part: &Part, unplaced: &[u32], at: Position) -> bool {
-        let smallest = unplaced
-            .iter()
-            .map(|&b| self.inst.size[b as usize])
-            .min()
-            .unwrap_or(0);
-        let passed_over = align_up(at.level + smallest, self.inst.alignment);
+    fn bounds_hold(
+        &mut self,
+        part: &Part,
+        unplaced: &[u32],
+        at: Position,
+        passed_over: u64,
+    ) -> bool {
         for &b in unplaced {
             let b = b as usize;
             let lowest = self.lowest(b, at, passed_over);
@@ -574,6 +601,74 @@ impl<'a> Solver<'a> {
             }
         }
         true
+    }
+
+    /// False when the sections that must get a buffer at the level cannot all get one.
+    ///
+    /// In a section at or below the level, the next buffer either is a candidate placed at the
+    /// level, or starts no lower than its lowest offset (see [`Self::lowest`]), where a candidate
+    /// not placed at the level counts as passed over. When no buffer covering the section could
+    /// start low enough that way for the rest to fit, a candidate must go across the section at
+    /// the level. Candidates at one level do not conflict, so they are disjoint intervals of
+    /// sections; a left-to-right pass over the sections checks that disjoint candidates can
+    /// cover all such sections (`lowest_of` and the candidates must be current).
+    fn frontier_can_be_filled(
+        &mut self,
+        part: &Part,
+        unplaced: &[u32],
+        at: Position,
+        passed_over: u64,
+    ) -> bool {
+        let must_fill = |s: usize| {
+            let rem = self.remaining[s];
+            rem > 0
+                && self.section_floor[s] <= at.level
+                && !self.inst.covering[s].iter().any(|&b| {
+                    let b = b as usize;
+                    let later = if self.is_candidate[b] {
+                        passed_over
+                    } else {
+                        self.lowest_of[b]
+                    };
+                    !self.placed[b] && later + rem <= self.cap
+                })
+        };
+        if !(part.lo..part.hi).any(must_fill) {
+            return true;
+        }
+        let reach = &mut self.reach;
+        reach[part.lo..=part.hi].fill(false);
+        reach[part.lo] = true;
+        self.starts_here.clear();
+        self.starts_here.extend(
+            unplaced
+                .iter()
+                .copied()
+                .filter(|&b| self.is_candidate[b as usize]),
+        );
+        let lo_of = &self.inst.lo;
+        self.starts_here
+            .sort_unstable_by_key(|&b| lo_of[b as usize]);
+        let mut next = 0;
+        for s in part.lo..part.hi {
+            while next < self.starts_here.len()
+                && (lo_of[self.starts_here[next] as usize] as usize) < s
+            {
+                next += 1;
+            }
+            if !reach[s] {
+                continue;
+            }
+            if !must_fill(s) {
+                reach[s + 1] = true;
+            }
+            let mut k = next;
+            while k < self.starts_here.len() && lo_of[self.starts_here[k] as usize] as usize == s {
+                reach[self.inst.hi[self.starts_here[k] as usize] as usize] = true;
+                k += 1;
+            }
+        }
+        reach[part.hi]
     }
 
     /// A hash of what the rest of this part's search depends on.
