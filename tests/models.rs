@@ -131,3 +131,35 @@ fn verify_rejects_a_corrupted_table() {
     assert_eq!(check.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&check.stdout).contains("share bytes"));
 }
+
+/// `--schedule memory` never raises the bound of the stored order, its plan passes the
+/// independent verifier, and the annotated model's nodes follow the chosen schedule.
+#[test]
+fn memory_schedule_never_raises_the_bound() {
+    use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
+    for model in models() {
+        let stem = model.file_stem().unwrap().to_string_lossy().into_owned();
+        let mut options = Options {
+            schedule: ScheduleChoice::Memory,
+            ..Options::default()
+        };
+        options.infer.dims.insert("batch".into(), 1);
+        options.infer.dims.insert("sequence".into(), 16);
+        let planned = plan_model(&model, &options).unwrap();
+        let stats = &planned.table.stats;
+        assert!(
+            stats.lower_bound_bytes <= stats.stored_lower_bound_bytes,
+            "{stem}: {} > {}",
+            stats.lower_bound_bytes,
+            stats.stored_lower_bound_bytes
+        );
+        let problems = onnx_memplan::verify::check_table(&planned.model.graph, &planned.table);
+        assert!(problems.is_empty(), "{stem}: {problems:?}");
+        let original = planned.original.graph.as_ref().unwrap();
+        let annotated = planned.annotated("t.json");
+        let emitted = &annotated.graph.as_ref().unwrap().node;
+        for (step, &index) in planned.table.schedule.iter().enumerate() {
+            assert_eq!(emitted[step], original.node[index], "{stem}: step {step}");
+        }
+    }
+}

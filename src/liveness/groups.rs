@@ -476,4 +476,36 @@ mod tests {
         // At step 3 Add reads b and r; b dies there, so y may overwrite b.
         assert_eq!(sharing_of(&g, &l, "y"), Some(("b".into(), "inplace")));
     }
+
+    /// A Transpose that only moves size-1 axes keeps the bytes in order (an alias); one that
+    /// swaps two longer axes does not. A same-size Cast runs in place.
+    #[test]
+    fn layout_keeping_transpose_aliases_and_cast_runs_in_place() {
+        let transpose = |perm: &[i64]| {
+            let mut t = node("Transpose", &["a"], &["t"]);
+            t.attribute.push(crate::onnx::proto::AttributeProto {
+                name: Some("perm".into()),
+                ints: perm.to_vec(),
+                ..Default::default()
+            });
+            let mut g = typed(
+                vec![
+                    node("Relu", &["x"], &["a"]),
+                    t,
+                    node("Cast", &["t"], &["c"]),
+                    node("Relu", &["c"], &["y"]),
+                ],
+                "x",
+                "y",
+            );
+            // a is 1×4×1×2: moving the size-1 axes keeps the order of 4 and 2.
+            let a = g.value_id("a").unwrap();
+            g.values[a].ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 4, 1, 2])));
+            let l = analyse(&g, vec![0, 1, 2, 3], LivenessOptions::default()).unwrap();
+            (sharing_of(&g, &l, "t"), sharing_of(&g, &l, "c"))
+        };
+        assert_eq!(transpose(&[2, 1, 0, 3]).0, Some(("a".into(), "alias")));
+        assert_eq!(transpose(&[0, 3, 2, 1]).0, None);
+        assert_eq!(transpose(&[2, 1, 0, 3]).1, Some(("t".into(), "inplace")));
+    }
 }

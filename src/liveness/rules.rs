@@ -22,6 +22,7 @@ pub enum ReuseRule {
 const UNARY: &[usize] = &[0];
 const BINARY: &[usize] = &[0, 1];
 const WHERE: &[usize] = &[1, 2];
+const FUSED_CONV_SUM: &[usize] = &[3];
 
 /// Default-domain elementwise operators with one data input.
 const UNARY_OPS: &[&str] = &[
@@ -33,6 +34,9 @@ const UNARY_OPS: &[&str] = &[
     "Atan",
     "Atanh",
     "BatchNormalization",
+    "BitwiseNot",
+    "Cast",
+    "CastLike",
     "Ceil",
     "Celu",
     "Clip",
@@ -65,6 +69,7 @@ const UNARY_OPS: &[&str] = &[
     "Tan",
     "Tanh",
     "ThresholdedRelu",
+    "Trilu",
 ];
 
 /// Default-domain broadcasting elementwise operators with two data inputs.
@@ -93,6 +98,7 @@ const BINARY_OPS: &[&str] = &[
 /// depends only on the same row of the input. Their kernels finish reading a row (max, sum,
 /// mean, variance) before writing it at the same positions, so they can run in place.
 const ROWWISE_OPS: &[&str] = &[
+    "Hardmax",
     "Softmax",
     "LogSoftmax",
     "LayerNormalization",
@@ -128,9 +134,17 @@ const MS_UNARY_OPS: &[&str] = &[
 ];
 
 /// The sharing rule of a node: the operator's rule, except that Dropout is an alias only in
-/// inference mode (no `training_mode` input, or a constant false one).
+/// inference mode (no `training_mode` input, or a constant false one), and a Transpose that
+/// only moves size-1 axes is an alias (its output has the input's bytes in the same order).
 pub fn node_rule(graph: &Graph, node: &Node) -> ReuseRule {
     let rule = reuse_rule(&node.domain, &node.op_type);
+    if node.op_type == "Transpose" && node.domain.is_empty() {
+        return if transpose_keeps_layout(graph, node) {
+            ReuseRule::Alias
+        } else {
+            ReuseRule::None
+        };
+    }
     if node.op_type == "Dropout" && node.domain.is_empty() {
         let training = node.inputs.get(2).copied().flatten().map(|v| {
             graph.values[v]
@@ -144,6 +158,29 @@ pub fn node_rule(graph: &Graph, node: &Node) -> ReuseRule {
         }
     }
     rule
+}
+
+/// True when a Transpose leaves every axis longer than 1 in its relative order, so the
+/// row-major bytes of input and output are identical.
+fn transpose_keeps_layout(graph: &Graph, node: &Node) -> bool {
+    let Some(shape) = node.inputs.first().copied().flatten().and_then(|v| {
+        let ty = graph.values[v].tensor_type()?;
+        crate::ir::concrete(ty.shape.as_deref()?)
+    }) else {
+        return false;
+    };
+    let perm: Vec<usize> = match node.attr_ints("perm") {
+        Some(p) => p
+            .iter()
+            .map(|&a| usize::try_from(a).unwrap_or(usize::MAX))
+            .collect(),
+        None => (0..shape.len()).rev().collect(),
+    };
+    if perm.len() != shape.len() || perm.iter().any(|&a| a >= shape.len()) {
+        return false;
+    }
+    let moved: Vec<usize> = perm.into_iter().filter(|&a| shape[a] != 1).collect();
+    moved.is_sorted()
 }
 
 /// The sharing rule of an operator.
@@ -167,6 +204,9 @@ pub fn reuse_rule(domain: &str, op_type: &str) -> ReuseRule {
             }
         }
         "com.microsoft" if MS_UNARY_OPS.contains(&op_type) => ReuseRule::InPlace(UNARY),
+        // onnxruntime's FusedConv accumulates the convolution onto its "sum" input Z
+        // (input 3), so the output may take Z's bytes.
+        "com.microsoft" if op_type == "FusedConv" => ReuseRule::InPlace(FUSED_CONV_SUM),
         _ => ReuseRule::None,
     }
 }
@@ -220,5 +260,10 @@ mod tests {
         assert_eq!(reuse_rule("", "Reshape"), ReuseRule::Alias);
         assert_eq!(reuse_rule("", "Conv"), ReuseRule::None);
         assert_eq!(reuse_rule("custom", "Relu"), ReuseRule::None);
+        assert_eq!(reuse_rule("", "Cast"), ReuseRule::InPlace(&[0]));
+        assert_eq!(
+            reuse_rule("com.microsoft", "FusedConv"),
+            ReuseRule::InPlace(&[3])
+        );
     }
 }

@@ -14,7 +14,7 @@ mod options;
 mod place;
 mod portfolio;
 mod problem;
-mod rng;
+pub(crate) mod rng;
 pub mod synth;
 mod timeline;
 mod verify;

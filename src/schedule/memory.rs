@@ -4,16 +4,23 @@
 //! Candidates: the stored order; the stored order with constant subgraphs (nodes computing only
 //! from weights, e.g. ConstantOfShape of a constant shape) sunk next to their first consumer; a
 //! greedy list schedule that runs the ready node with the smallest net allocation; the same with
-//! sinking; and, on graphs of at most [`EXACT_LIMIT`] nodes, an exact dynamic program over sets
-//! of executed nodes that minimises the peak of live bytes.
+//! sinking; and the frontier search of [`super::frontier`], a dynamic program over sets of
+//! executed nodes that is exact while the sets stay few and a beam search beyond.
 
 use std::collections::HashMap;
 
+use super::frontier::{FrontierLimits, frontier_order};
 use super::topological_order;
 use crate::ir::{Graph, NodeId, ValueId, ValueKind};
 
-/// Graphs up to this many nodes also get the exact frontier dynamic program.
-pub const EXACT_LIMIT: usize = 20;
+/// Limits of the frontier search: up to 256 states per level (exact on the branching inside
+/// transformer blocks) and about two million moves in all (a fraction of a second), so the
+/// width narrows on graphs with thousands of nodes or wide ready sets.
+pub const FRONTIER_LIMITS: FrontierLimits = FrontierLimits {
+    width: 256,
+    min_width: 8,
+    moves: 2_000_000,
+};
 
 /// A scored candidate order.
 #[derive(Clone, Debug)]
@@ -39,9 +46,13 @@ pub fn memory_order(
     let greedy = greedy_order(graph, &costs);
     candidates.push(("greedy+sink", sink_constants(graph, &costs, &greedy)));
     candidates.push(("greedy", greedy));
-    if graph.nodes.len() <= EXACT_LIMIT {
-        candidates.push(("exact-dp", exact_order(graph, &costs)));
-    }
+    let frontier = frontier_order(graph, &|v| costs.bytes[v], FRONTIER_LIMITS);
+    let method = if frontier.exact {
+        "exact-dp"
+    } else {
+        "frontier-beam"
+    };
+    candidates.push((method, frontier.order));
     let mut results = Vec::new();
     for (method, order) in candidates {
         debug_assert_eq!(order.len(), graph.nodes.len());
@@ -215,77 +226,5 @@ fn greedy_order(graph: &Graph, costs: &Costs) -> Vec<NodeId> {
             }
         }
     }
-    order
-}
-
-/// Exact minimum-peak order under the no-sharing memory model, by dynamic programming over
-/// the sets of executed nodes (only for graphs of at most [`EXACT_LIMIT`] nodes).
-fn exact_order(graph: &Graph, costs: &Costs) -> Vec<NodeId> {
-    let n = graph.nodes.len();
-    let full: u32 = (1u32 << n) - 1;
-    // Predecessor masks and, per value, its producer bit and consumer mask.
-    let preds: Vec<u32> = (0..n)
-        .map(|id| {
-            costs.reads[id]
-                .iter()
-                .filter_map(|&v| graph.values[v].producer)
-                .fold(0u32, |m, p| m | (1 << p))
-        })
-        .collect();
-    // (producer bit or 0 for values present from the start, consumer mask, is output, bytes)
-    let values: Vec<(u32, u32, bool, u64)> = graph
-        .values
-        .iter()
-        .enumerate()
-        .filter(|&(v, _)| costs.bytes[v] > 0)
-        .map(|(v, value)| {
-            (
-                value.producer.map_or(0, |p| 1 << p),
-                value.consumers.iter().fold(0u32, |m, &c| m | (1 << c)),
-                value.is_output,
-                costs.bytes[v],
-            )
-        })
-        .collect();
-    let live_bytes = |mask: u32| -> u64 {
-        values
-            .iter()
-            .filter(|&&(producer, consumers, output, _)| {
-                mask & producer == producer && (output || consumers & !mask != 0)
-            })
-            .map(|v| v.3)
-            .sum()
-    };
-    let size = 1usize << n;
-    let mut best = vec![u64::MAX; size];
-    let mut choice = vec![u8::MAX; size];
-    best[0] = live_bytes(0);
-    for mask in 0..size as u32 {
-        let peak = best[mask as usize];
-        if peak == u64::MAX || mask == full {
-            continue;
-        }
-        let live = live_bytes(mask);
-        for (id, &pred) in preds.iter().enumerate() {
-            if mask & (1 << id) != 0 || pred & !mask != 0 {
-                continue;
-            }
-            let out: u64 = costs.writes[id].iter().map(|&v| costs.bytes[v]).sum();
-            let next = mask | (1 << id);
-            let cost = peak.max(live + out);
-            if cost < best[next as usize] {
-                best[next as usize] = cost;
-                choice[next as usize] = id as u8;
-            }
-        }
-    }
-    let mut order = Vec::with_capacity(n);
-    let mut mask = full;
-    while mask != 0 {
-        let id = choice[mask as usize] as usize;
-        order.push(id);
-        mask &= !(1 << id);
-    }
-    order.reverse();
     order
 }
