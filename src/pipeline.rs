@@ -133,12 +133,24 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         std::fs::read(path)
             .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?,
     );
-    // Hash the file on another core while it is decoded, lowered and typed.
-    let (sha256, typed) = rayon::join(
-        || hex(&Sha256::digest(&bytes)),
-        || type_model(path, decode_model(path, bytes.clone())?, &options.infer),
-    );
-    let (original, model, report) = typed?;
+    // Hash the file on another core while the rest of the pass runs; the table needs the
+    // digest only at the end.
+    std::thread::scope(|scope| {
+        let hashing = scope.spawn(|| hex(&Sha256::digest(&bytes)));
+        let digest = || hashing.join().expect("hashing cannot panic");
+        plan_bytes(path, bytes.clone(), options, started, digest)
+    })
+}
+
+/// The pass after reading: `sha256` yields the file's digest when the table is built.
+fn plan_bytes(
+    path: &Path,
+    bytes: Bytes,
+    options: &Options,
+    started: Instant,
+    sha256: impl FnOnce() -> String,
+) -> Result<Planned> {
+    let (original, model, report) = type_model(path, decode_model(path, bytes)?, &options.infer)?;
     let graph = &model.graph;
     let alignment = options.liveness.alignment.max(1);
     let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
@@ -189,7 +201,7 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
         format: emit::FORMAT.to_string(),
         model: ModelInfo {
             file: file_name(path),
-            sha256,
+            sha256: sha256(),
             ir_version: original.ir_version(),
             opsets: model.opsets.0.clone(),
         },
