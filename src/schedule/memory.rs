@@ -5,7 +5,8 @@
 //! from weights, e.g. ConstantOfShape of a constant shape) sunk next to their first consumer; a
 //! greedy list schedule that runs the ready node with the smallest net allocation; the same with
 //! sinking; and the frontier search of [`super::frontier`], a dynamic program over sets of
-//! executed nodes that is exact while the sets stay few and a beam search beyond.
+//! executed nodes that is exact while the sets stay few and a beam search beyond, with and
+//! without sinking.
 
 use std::collections::HashMap;
 
@@ -52,6 +53,10 @@ pub fn memory_order(
     } else {
         "frontier-beam"
     };
+    candidates.push((
+        "frontier+sink",
+        sink_constants(graph, &costs, &frontier.order),
+    ));
     candidates.push((method, frontier.order));
     let mut results = Vec::new();
     for (method, order) in candidates {
