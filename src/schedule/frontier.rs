@@ -49,11 +49,12 @@ struct Model {
 impl Model {
     fn new(graph: &Graph, bytes_of: &dyn Fn(ValueId) -> u64) -> Model {
         let n = graph.nodes.len();
+        let rules: Vec<ReuseRule> = graph.nodes.iter().map(|n| node_rule(graph, n)).collect();
         // Alias outputs join their input's buffer.
         let mut root: Vec<ValueId> = (0..graph.values.len()).collect();
         let mut alias_node = vec![false; n];
         for (id, node) in graph.nodes.iter().enumerate() {
-            if node_rule(graph, node) == ReuseRule::Alias
+            if rules[id] == ReuseRule::Alias
                 && let (Some(Some(input)), Some(Some(output))) =
                     (node.inputs.first(), node.outputs.first())
                 && bytes_of(*input) > 0
@@ -123,7 +124,7 @@ impl Model {
             } else {
                 node.outputs.iter().flatten().map(|&v| bytes_of(v)).sum()
             });
-            inplace.push(match node_rule(graph, node) {
+            inplace.push(match rules[id] {
                 ReuseRule::InPlace(slots) => slots
                     .iter()
                     .filter_map(|&slot| node.inputs.get(slot).copied().flatten())
