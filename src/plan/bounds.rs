@@ -112,36 +112,25 @@ impl RangeMax {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Buffer;
-
-    fn problem(alignment: u64, buffers: &[(u64, u32, u32)]) -> Problem {
-        Problem {
-            buffers: buffers
-                .iter()
-                .map(|&(size, start, end)| Buffer { size, start, end })
-                .collect(),
-            alignment,
-        }
-    }
 
     #[test]
     fn max_live_takes_the_busiest_step() {
         // Steps 0..4: live totals 10, 30, 25, 5.
-        let p = problem(1, &[(10, 0, 2), (20, 1, 3), (5, 2, 4)]);
+        let p = Problem::of(1, &[(10, 0, 2), (20, 1, 3), (5, 2, 4)]);
         assert_eq!(max_live_bound(&p), 30);
     }
 
     #[test]
     fn max_live_counts_a_buffer_with_an_empty_lifetime_on_its_own() {
-        let p = problem(1, &[(10, 0, 2), (40, 3, 3)]);
+        let p = Problem::of(1, &[(10, 0, 2), (40, 3, 3)]);
         assert_eq!(max_live_bound(&p), 40);
-        assert_eq!(max_live_bound(&problem(1, &[])), 0);
+        assert_eq!(max_live_bound(&Problem::of(1, &[])), 0);
     }
 
     #[test]
     fn aligned_bound_adds_the_padding_of_all_but_one_buffer() {
         // Three 5-byte buffers live together, alignment 8: offsets 0, 8, 16 at best, arena 21.
-        let p = problem(8, &[(5, 0, 1), (5, 0, 1), (5, 0, 1)]);
+        let p = Problem::of(8, &[(5, 0, 1), (5, 0, 1), (5, 0, 1)]);
         assert_eq!(max_live_bound(&p), 15);
         assert_eq!(aligned_live_bound(&p), 21);
         assert_eq!(lower_bound(&p), 21);
@@ -150,13 +139,13 @@ mod tests {
     #[test]
     fn aligned_bound_keeps_the_largest_padding_for_the_top() {
         // Sizes 9 (pad 7) and 16 (pad 0), alignment 16: 16 + 9 = 25, not 32 + 16.
-        let p = problem(16, &[(9, 0, 1), (16, 0, 1)]);
+        let p = Problem::of(16, &[(9, 0, 1), (16, 0, 1)]);
         assert_eq!(aligned_live_bound(&p), 25);
     }
 
     #[test]
     fn aligned_bound_equals_max_live_without_padding() {
-        let p = problem(4, &[(8, 0, 2), (4, 1, 3), (12, 2, 4)]);
+        let p = Problem::of(4, &[(8, 0, 2), (4, 1, 3), (12, 2, 4)]);
         assert_eq!(aligned_live_bound(&p), max_live_bound(&p));
     }
 }

@@ -229,26 +229,7 @@ mod tests {
 
     #[test]
     fn reuse_mutation_moves_a_buffer_after_a_larger_one_it_does_not_meet() {
-        let p = Problem {
-            buffers: vec![
-                crate::plan::Buffer {
-                    size: 8,
-                    start: 0,
-                    end: 2,
-                },
-                crate::plan::Buffer {
-                    size: 4,
-                    start: 1,
-                    end: 3,
-                },
-                crate::plan::Buffer {
-                    size: 4,
-                    start: 2,
-                    end: 4,
-                },
-            ],
-            alignment: 1,
-        };
+        let p = Problem::of(1, &[(8, 0, 2), (4, 1, 3), (4, 2, 4)]);
         // Buffer 2 can only reuse buffer 0; buffer 1 conflicts with both, buffer 0 with 1.
         for seed in 0..20 {
             let mut order = vec![2, 1, 0];

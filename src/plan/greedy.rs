@@ -124,20 +124,13 @@ impl RangeMin {
 mod tests {
     use super::*;
 
-    fn problem(buffers: &[(u64, u32, u32)]) -> Problem {
-        Problem {
-            buffers: buffers
-                .iter()
-                .map(|&(size, start, end)| Buffer { size, start, end })
-                .collect(),
-            alignment: 1,
-        }
-    }
-
     #[test]
     fn greedy_by_size_solves_minimallocs_example() {
         // examples/input.12.csv: equal sizes, so the earliest starts go first.
-        let p = problem(&[(4, 0, 3), (4, 3, 9), (4, 0, 9), (4, 9, 21), (4, 0, 21)]);
+        let p = Problem::of(
+            1,
+            &[(4, 0, 3), (4, 3, 9), (4, 0, 9), (4, 9, 21), (4, 0, 21)],
+        );
         assert_eq!(sorted(&p, Order::Size), [0, 2, 4, 1, 3]);
         assert_eq!(greedy(&p, Order::Size, Fit::Lowest), [0, 0, 4, 0, 8]);
     }
@@ -145,13 +138,13 @@ mod tests {
     #[test]
     fn breadth_visits_the_fullest_step_first() {
         // Step 0 holds 10 + 3 bytes, step 1 holds 1 + 5.
-        let p = problem(&[(10, 0, 1), (1, 1, 2), (5, 1, 2), (3, 0, 1)]);
+        let p = Problem::of(1, &[(10, 0, 1), (1, 1, 2), (5, 1, 2), (3, 0, 1)]);
         assert_eq!(sorted(&p, Order::Breadth), [0, 3, 2, 1]);
     }
 
     #[test]
     fn orders_sort_by_their_keys() {
-        let p = problem(&[(8, 0, 2), (2, 0, 10), (4, 5, 9), (0, 0, 4)]);
+        let p = Problem::of(1, &[(8, 0, 2), (2, 0, 10), (4, 5, 9), (0, 0, 4)]);
         assert_eq!(
             sorted(&p, Order::Size),
             [0, 2, 1],
@@ -165,14 +158,17 @@ mod tests {
     #[test]
     fn best_fit_prefers_the_tighter_gap() {
         // Placed in index order; at steps 1..3 the last buffer sees gaps [10, 30) and [40, 45).
-        let p = problem(&[
-            (10, 0, 4),
-            (20, 0, 1),
-            (10, 0, 4),
-            (5, 0, 1),
-            (10, 0, 4),
-            (5, 1, 3),
-        ]);
+        let p = Problem::of(
+            1,
+            &[
+                (10, 0, 4),
+                (20, 0, 1),
+                (10, 0, 4),
+                (5, 0, 1),
+                (10, 0, 4),
+                (5, 1, 3),
+            ],
+        );
         let order = [0, 1, 2, 3, 4, 5];
         let best = Placer::new(&p).place_all(&order, Fit::Best);
         assert_eq!(best, [0, 10, 30, 40, 45, 40]);

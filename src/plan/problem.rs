@@ -64,6 +64,20 @@ pub enum PlanError {
     Overflow,
 }
 
+#[cfg(test)]
+impl Problem {
+    /// A problem from `(size, start, end)` triples, lifetimes half-open (for tests).
+    pub(crate) fn of(alignment: u64, buffers: &[(u64, u32, u32)]) -> Problem {
+        Problem {
+            buffers: buffers
+                .iter()
+                .map(|&(size, start, end)| Buffer { size, start, end })
+                .collect(),
+            alignment,
+        }
+    }
+}
+
 impl Problem {
     /// Checks what every planner assumes: a non-zero alignment, and sizes whose padded total is
     /// at most [`MAX_TOTAL`].

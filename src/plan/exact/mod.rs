@@ -191,18 +191,8 @@ fn sub_problem(problem: &Problem, members: &[usize]) -> Problem {
 mod tests {
     use super::*;
     use crate::plan::synth;
-    use crate::plan::{Buffer, Solution, verify};
+    use crate::plan::{Solution, verify};
     use std::time::Duration;
-
-    fn problem(alignment: u64, buffers: &[(u64, u32, u32)]) -> Problem {
-        Problem {
-            buffers: buffers
-                .iter()
-                .map(|&(size, start, end)| Buffer { size, start, end })
-                .collect(),
-            alignment,
-        }
-    }
 
     /// Everything stacked in index order: a valid but poor starting point.
     fn stacked(problem: &Problem) -> Vec<u64> {
@@ -270,7 +260,7 @@ mod tests {
 
     #[test]
     fn solves_minimallocs_example_optimally() {
-        let p = problem(
+        let p = Problem::of(
             1,
             &[(4, 0, 3), (4, 3, 9), (4, 0, 9), (4, 9, 21), (4, 0, 21)],
         );
@@ -282,7 +272,7 @@ mod tests {
     #[test]
     fn proves_an_arena_above_every_step_bound() {
         // Alignment 2: every step fits in 5 bytes, but no placement does.
-        let p = problem(
+        let p = Problem::of(
             2,
             &[
                 (1, 3, 5),
@@ -302,7 +292,7 @@ mod tests {
 
     #[test]
     fn independent_groups_are_solved_separately() {
-        let p = problem(1, &[(5, 0, 2), (5, 1, 3), (7, 3, 5), (2, 4, 6), (9, 6, 7)]);
+        let p = Problem::of(1, &[(5, 0, 2), (5, 1, 3), (7, 3, 5), (2, 4, 6), (9, 6, 7)]);
         assert_eq!(independent_groups(&p).len(), 3);
         let result = run(&p, None);
         assert_eq!((result.arena, result.lower_bound), (10, 10));

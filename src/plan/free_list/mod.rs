@@ -131,22 +131,16 @@ impl FreeList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Buffer;
     use crate::plan::problem::arena_of;
 
     /// Lifetimes are inclusive `(first, last)` as in the method's text.
+    /// Blocks given with inclusive last steps, as the seed lists them.
     fn problem(alignment: u64, blocks: &[(u64, u32, u32)]) -> Problem {
-        Problem {
-            buffers: blocks
-                .iter()
-                .map(|&(size, first, last)| Buffer {
-                    size,
-                    start: first,
-                    end: last + 1,
-                })
-                .collect(),
-            alignment,
-        }
+        let half_open: Vec<(u64, u32, u32)> = blocks
+            .iter()
+            .map(|&(size, first, last)| (size, first, last + 1))
+            .collect();
+        Problem::of(alignment, &half_open)
     }
 
     #[test]

@@ -115,31 +115,7 @@ mod tests {
 
     #[test]
     fn placer_sees_only_conflicting_buffers() {
-        let problem = Problem {
-            buffers: vec![
-                crate::plan::Buffer {
-                    size: 10,
-                    start: 0,
-                    end: 2,
-                },
-                crate::plan::Buffer {
-                    size: 10,
-                    start: 2,
-                    end: 4,
-                },
-                crate::plan::Buffer {
-                    size: 5,
-                    start: 1,
-                    end: 3,
-                },
-                crate::plan::Buffer {
-                    size: 7,
-                    start: 5,
-                    end: 5,
-                },
-            ],
-            alignment: 1,
-        };
+        let problem = Problem::of(1, &[(10, 0, 2), (10, 2, 4), (5, 1, 3), (7, 5, 5)]);
         let offsets = Placer::new(&problem).place_all(&[0, 1, 2, 3], Fit::Lowest);
         assert_eq!(offsets, [0, 0, 10, 0]);
     }
