@@ -7,13 +7,8 @@
 mod common;
 
 use common::*;
-use onnx_memplan::emit::Table;
 
 const DIMS: [&str; 4] = ["--dim", "batch=1", "--dim", "sequence=16"];
-
-fn read_table(path: &std::path::Path) -> Table {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// Runs `plan` on a model with extra flags into `dir`; returns the process output.
 fn plan(

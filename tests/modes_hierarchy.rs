@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use onnx_memplan::emit::Table;
 use onnx_memplan::onnx::proto::{
     AttributeProto, GraphProto, TensorProto, attribute_proto::AttributeType,
 };
@@ -46,10 +45,6 @@ fn s2_model() -> onnx_memplan::onnx::proto::ModelProto {
         output: vec![float_info("t5", &[1024])],
         ..Default::default()
     })
-}
-
-fn read_table(path: &std::path::Path) -> Table {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[test]

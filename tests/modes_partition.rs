@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use onnx_memplan::emit::Table;
 use onnx_memplan::onnx::proto::{GraphProto, TensorProto};
 
 /// x (1×256 f32) → Relu → a → Sigmoid → b → QuantizeLinear → q (uint8) → DequantizeLinear →
@@ -71,8 +70,7 @@ fn units_share_align_and_quantise() {
         "{err}"
     );
     let table_path = dir.path().join("qdq.memplan.json");
-    let table: Table =
-        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let table = read_table(&table_path);
     let entry = |n: &str| table.tensors.iter().find(|t| t.name == n).unwrap().clone();
     let (x, b, q, d, y) = (entry("x"), entry("b"), entry("q"), entry("d"), entry("y"));
     assert_eq!(
@@ -233,8 +231,7 @@ fn subgraphs_are_planned_level_by_level() {
         String::from_utf8_lossy(&run.stderr)
     );
     let table_path = dir.path().join("if.memplan.json");
-    let table: Table =
-        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let table = read_table(&table_path);
     let p = table.partition.as_ref().unwrap();
     assert!(p.unplanned.is_empty(), "{:?}", p.unplanned);
     let w = &p.workspaces[0];
@@ -330,8 +327,7 @@ fn local_function_calls_are_planned_level_by_level() {
         String::from_utf8_lossy(&run.stderr)
     );
     let table_path = dir.path().join("calls.memplan.json");
-    let table: Table =
-        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let table = read_table(&table_path);
     let p = table.partition.as_ref().unwrap();
     assert!(p.unplanned.is_empty(), "{:?}", p.unplanned);
     let w = &p.workspaces[0];

@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use onnx_memplan::emit::Table;
 
 #[test]
 fn diagram_and_report_are_written() {
@@ -38,9 +37,7 @@ fn diagram_and_report_are_written() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let table: Table =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("b.memplan.json")).unwrap())
-            .unwrap();
+    let table = read_table(&dir.path().join("b.memplan.json"));
     let placed = table
         .tensors
         .iter()

@@ -109,3 +109,8 @@ pub fn chain_model() -> ModelProto {
         ..Default::default()
     })
 }
+
+/// Reads an allocation table written by `plan`.
+pub fn read_table(path: &Path) -> onnx_memplan::emit::Table {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
