@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use onnx_memplan::emit::Table;
 
 const DIMS: [&str; 4] = ["--dim", "batch=1", "--dim", "sequence=16"];
 
@@ -27,6 +28,7 @@ fn plan(
 #[test]
 fn budgets_below_the_operand_floor_are_refused_and_above_it_beat_the_baseline() {
     let dir = tempfile::tempdir().unwrap();
+    let mut collisions = 0;
     for name in [
         "mobilenet_v2",
         "resnet_small",
@@ -111,8 +113,22 @@ fn budgets_below_the_operand_floor_are_refused_and_above_it_beat_the_baseline() 
                 let verify = run_cli(&["verify", model.to_str().unwrap(), path.to_str().unwrap()]);
                 assert_eq!(verify.status.code(), Some(1), "{name}");
             }
+            // Bringing a buffer back onto the bytes of a tensor resident then is refused.
+            if let Some(tampered) = collide_on_return(&table) {
+                collisions += 1;
+                let path = dir.path().join(format!("{stem}.collide.json"));
+                std::fs::write(&path, serde_json::to_string(&tampered).unwrap()).unwrap();
+                let verify = run_cli(&["verify", model.to_str().unwrap(), path.to_str().unwrap()]);
+                assert_eq!(verify.status.code(), Some(1), "{name}");
+                assert!(
+                    String::from_utf8_lossy(&verify.stdout).contains("share bytes"),
+                    "{name}: {}",
+                    String::from_utf8_lossy(&verify.stdout)
+                );
+            }
         }
     }
+    assert!(collisions > 0, "no transfer could be tampered with");
 }
 
 #[test]
@@ -142,4 +158,32 @@ fn a_budget_above_the_plan_moves_nothing() {
     );
     let run = run_cli(&["plan", path.to_str().unwrap(), "--budget", "lots"]);
     assert_eq!(run.status.code(), Some(2));
+}
+
+/// The table with one transfer's `in_offset` set to the offset of another tensor that is
+/// resident (and made earlier) at the step the buffer is back for; `None` if there is none.
+fn collide_on_return(table: &Table) -> Option<Table> {
+    let runs = table.runs();
+    let index = |name: &str| table.tensors.iter().position(|t| t.name == name);
+    for (k, t) in table.offload.as_ref()?.transfers.iter().enumerate() {
+        let moved: Vec<usize> = std::iter::once(&t.tensor)
+            .chain(&t.aliases)
+            .filter_map(|n| index(n))
+            .collect();
+        let Some(other) = table.tensors.iter().enumerate().find_map(|(i, e)| {
+            let resident = runs[i]
+                .iter()
+                .find(|r| r.first <= t.in_before && t.in_before <= r.last)?
+                .offset?;
+            let fits = resident + t.bytes <= table.arenas[0].bytes;
+            (!moved.contains(&i) && e.first < t.in_before && e.extent() > 0 && fits)
+                .then_some(resident)
+        }) else {
+            continue;
+        };
+        let mut tampered = table.clone();
+        tampered.offload.as_mut()?.transfers[k].in_offset = Some(other);
+        return Some(tampered);
+    }
+    None
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::table::{Table, TensorEntry};
+use super::table::{Run, Table, TensorEntry};
 
 /// What the rectangles' fill says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -62,14 +62,17 @@ pub fn render_svg(table: &Table, colour: ColourBy) -> String {
         ))
     );
     legend(&mut out, table, colour);
+    let runs = table.runs();
     for (p, arena) in table.arenas.iter().enumerate() {
         let top = TOP + p as f64 * (PANEL_H + GAP);
-        let members: Vec<&TensorEntry> = table
+        let members: Vec<(&TensorEntry, &[Run])> = table
             .tensors
             .iter()
-            .filter(|t| t.arena == Some(arena.id) && t.offset.is_some() && t.extent() > 0)
+            .zip(&runs)
+            .filter(|(t, _)| t.arena == Some(arena.id) && t.offset.is_some() && t.extent() > 0)
+            .map(|(t, r)| (t, r.as_slice()))
             .collect();
-        let live = live_bytes(table, &members, steps);
+        let live = live_bytes(&members, steps);
         let single = table.arenas.len() == 1;
         let bound = if single {
             table.stats.lower_bound_bytes
@@ -199,26 +202,29 @@ impl Panel {
         &self,
         out: &mut String,
         table: &Table,
-        members: &[&TensorEntry],
+        members: &[(&TensorEntry, &[Run])],
         colour: ColourBy,
         panel: usize,
     ) {
         out.push_str(r#"<g class="t" shape-rendering="crispEdges">"#);
         let mut labels = String::new();
         let mut outlines = String::new();
-        for t in members {
-            let offset = t.offset.unwrap_or(0);
-            let (y0, y1) = (self.y(offset + t.extent()), self.y(offset));
+        for &(t, runs) in members {
+            let mut offset = t.offset.unwrap_or(0);
+            let y_of = |offset: u64| (self.y(offset + t.extent()), self.y(offset));
+            let (mut y0, y1) = y_of(offset);
             let height = (y1 - y0).max(0.8);
             let fill = match colour {
                 ColourBy::Kind => kind_colour(t),
                 ColourBy::Tier => TIER_COLOURS[panel % TIER_COLOURS.len()],
             };
             let tip = escape(&tooltip(t, table));
-            for (first, last, resident) in residency(table, t) {
-                let x0 = self.x(first);
-                let width = (self.x(last + 1) - x0).max(0.8);
-                if resident {
+            for run in runs {
+                let x0 = self.x(run.first);
+                let width = (self.x(run.last + 1) - x0).max(0.8);
+                if let Some(at) = run.offset {
+                    offset = at;
+                    y0 = y_of(offset).0;
                     let _ = write!(
                         out,
                         r#"<rect x="{x0:.2}" y="{y0:.2}" width="{width:.2}" height="{height:.2}" fill="{fill}"><title>{tip}</title></rect>"#
@@ -230,6 +236,7 @@ impl Panel {
                     );
                 }
             }
+            let y0 = y_of(t.offset.unwrap_or(0)).0;
             if !t.placement.shared_with.is_empty() {
                 let x0 = self.x(t.first);
                 let width = (self.x(t.last + 1) - x0).max(0.8);
@@ -396,41 +403,13 @@ fn tooltip(t: &TensorEntry, table: &Table) -> String {
     s
 }
 
-/// The tensor's lifetime cut into `(first, last, resident)` runs by its host transfers.
-fn residency(table: &Table, t: &TensorEntry) -> Vec<(usize, usize, bool)> {
-    let mut away: Vec<(usize, usize)> = table
-        .offload
-        .iter()
-        .flat_map(|o| &o.transfers)
-        .filter(|x| {
-            (x.tensor == t.name || x.aliases.contains(&t.name)) && x.in_before > x.out_after + 1
-        })
-        .map(|x| (x.out_after + 1, x.in_before - 1))
-        .collect();
-    away.sort_unstable();
-    let mut runs = Vec::new();
-    let mut at = t.first;
-    for (a, b) in away {
-        if a > at {
-            runs.push((at, a - 1, true));
-        }
-        runs.push((a, b, false));
-        at = b + 1;
-    }
-    if at <= t.last {
-        runs.push((at, t.last, true));
-    }
-    runs
-}
-
 /// Bytes occupied at each step: the union of the resident tensors' byte ranges.
-fn live_bytes(table: &Table, members: &[&TensorEntry], steps: usize) -> Vec<u64> {
+fn live_bytes(members: &[(&TensorEntry, &[Run])], steps: usize) -> Vec<u64> {
     let mut at: Vec<Vec<(u64, u64)>> = vec![Vec::new(); steps];
-    for t in members {
-        let start = t.offset.unwrap_or(0);
-        for (first, last, resident) in residency(table, t) {
-            if resident {
-                for ranges in &mut at[first.min(steps - 1)..=last.min(steps - 1)] {
+    for &(t, runs) in members {
+        for run in runs {
+            if let Some(start) = run.offset {
+                for ranges in &mut at[run.first.min(steps - 1)..=run.last.min(steps - 1)] {
                     ranges.push((start, start + t.extent()));
                 }
             }
@@ -579,14 +558,21 @@ mod tests {
                 aliases: Vec::new(),
                 out_after: 0,
                 in_before: 2,
+                in_offset: Some(256),
                 bytes: 64,
                 copy_out: true,
             }],
         });
-        let x = table.tensors.iter().find(|t| t.name == "x").unwrap();
+        let x = table.tensors.iter().position(|t| t.name == "x").unwrap();
+        let at = table.tensors[x].offset;
+        let run = |first, last, offset| Run {
+            first,
+            last,
+            offset,
+        };
         assert_eq!(
-            residency(&table, x),
-            vec![(0, 0, true), (1, 1, false), (2, 2, true)]
+            table.runs()[x],
+            vec![run(0, 0, at), run(1, 1, None), run(2, 2, Some(256))]
         );
         assert!(render_svg(&table, ColourBy::Kind).contains("in host memory"));
     }

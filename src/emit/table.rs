@@ -130,7 +130,8 @@ pub struct OffloadInfo {
 }
 
 /// A buffer waits in host memory between two uses: it leaves the device after step
-/// `out_after` and is back at its offset before step `in_before`; the tensors it holds are not
+/// `out_after` and is back before step `in_before`, at `in_offset` (its old offset when
+/// absent; the aliases move with it and keep their distance); the tensors it holds are not
 /// resident on the steps strictly between.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Transfer {
@@ -141,8 +142,11 @@ pub struct Transfer {
     pub aliases: Vec<String>,
     /// Step after which it leaves the device.
     pub out_after: usize,
-    /// Step before which it is back, at its offset.
+    /// Step before which it is back.
     pub in_before: usize,
+    /// Where `tensor` comes back (arena byte offset); absent: where it left from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_offset: Option<u64>,
     /// Bytes of the buffer.
     pub bytes: u64,
     /// False when the host already holds these contents (only the copy back in is made).
@@ -301,6 +305,106 @@ pub struct UnitPlacement {
     /// Offset alignment required by its units, when stricter than the table's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alignment: Option<u64>,
+}
+
+/// A stretch of a tensor's lifetime, steps `first..=last`: resident at `offset`, or waiting
+/// in host memory (`offset: None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// First step of the stretch.
+    pub first: usize,
+    /// Last step of the stretch.
+    pub last: usize,
+    /// Arena byte offset while resident; `None` while in host memory.
+    pub offset: Option<u64>,
+}
+
+impl Table {
+    /// Each tensor's lifetime (indexed like `tensors`) cut into runs by the host transfers.
+    /// A tensor that never leaves has one run at its offset; unplaced tensors have none.
+    /// Transfers apply in the order they come back: `in_offset` moves the named tensor there
+    /// and its aliases by the same distance (an offset that would fall below 0 becomes
+    /// `u64::MAX`, which no arena holds).
+    pub fn runs(&self) -> Vec<Vec<Run>> {
+        let index: std::collections::HashMap<&str, usize> = self
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.as_str(), i))
+            .collect();
+        let mut current: Vec<Option<u64>> = self.tensors.iter().map(|t| t.offset).collect();
+        let mut moves: Vec<Vec<(usize, usize, u64)>> = vec![Vec::new(); self.tensors.len()];
+        let mut transfers: Vec<&Transfer> =
+            self.offload.iter().flat_map(|o| &o.transfers).collect();
+        transfers.sort_by_key(|t| (t.in_before, t.out_after));
+        for t in transfers {
+            let Some(main) = index.get(t.tensor.as_str()).and_then(|&i| current[i]) else {
+                continue;
+            };
+            let shift = i128::from(t.in_offset.unwrap_or(main)) - i128::from(main);
+            for name in std::iter::once(&t.tensor).chain(&t.aliases) {
+                if let Some(&i) = index.get(name.as_str())
+                    && let Some(at) = current[i]
+                {
+                    let moved = u64::try_from(i128::from(at) + shift).unwrap_or(u64::MAX);
+                    current[i] = Some(moved);
+                    moves[i].push((t.out_after, t.in_before, moved));
+                }
+            }
+        }
+        self.tensors
+            .iter()
+            .zip(moves)
+            .map(|(entry, mut moves)| {
+                let Some(mut offset) = entry.offset else {
+                    return Vec::new();
+                };
+                moves.sort_unstable();
+                let mut runs = Vec::new();
+                let mut at = entry.first;
+                for (out_after, in_before, moved) in moves {
+                    if out_after >= at {
+                        runs.push(Run {
+                            first: at,
+                            last: out_after,
+                            offset: Some(offset),
+                        });
+                    }
+                    if in_before > out_after + 1 {
+                        runs.push(Run {
+                            first: out_after + 1,
+                            last: in_before - 1,
+                            offset: None,
+                        });
+                    }
+                    at = in_before;
+                    offset = moved;
+                }
+                if at <= entry.last {
+                    runs.push(Run {
+                        first: at,
+                        last: entry.last,
+                        offset: Some(offset),
+                    });
+                }
+                runs
+            })
+            .collect()
+    }
+}
+
+/// The offset a tensor has at `step` per its runs: that of the latest resident run starting
+/// at or before `step` (the first resident run before its life begins).
+pub fn offset_at(runs: &[Run], step: usize) -> Option<u64> {
+    let mut resident = runs.iter().filter_map(|r| Some((r.first, r.offset?)));
+    let first = resident.next()?;
+    Some(
+        resident
+            .take_while(|&(from, _)| from <= step)
+            .last()
+            .unwrap_or(first)
+            .1,
+    )
 }
 
 impl TensorEntry {

@@ -1,6 +1,6 @@
-//! Choosing which Concat/Split nodes form slice aliases. In-place and full aliases never raise
+//! Choosing which Concat/Split/Slice nodes form slice aliases. In-place and full aliases never raise
 //! the peak of live bytes, but a slice alias can: it keeps the whole Concat output alive from
-//! its earliest input on (DenseNet's growing concatenations), or a whole Split input alive
+//! its earliest input on (DenseNet's growing concatenations), or a whole Split (or Slice) input alive
 //! until its last part dies. So each slice site is kept only where it does not raise the bound.
 
 use std::collections::HashSet;
@@ -29,26 +29,38 @@ pub fn analyse_best(
     for (i, t) in all.tensors.iter().enumerate() {
         tensor_of[t.value] = Some(i);
     }
-    // Sites where a slice alias formed and its bytes could move the bound by 1% or more.
+    // Sites where a slice alias formed and the bytes involved (the largest tensor at the node:
+    // the Concat output, the Split or Slice input) could move the bound by 1% or more.
     let sites: Vec<NodeId> = order
         .iter()
         .copied()
         .filter(|&n| {
             let node = &graph.nodes[n];
+            let tensors = || {
+                node.inputs
+                    .iter()
+                    .chain(&node.outputs)
+                    .flatten()
+                    .filter_map(|&v| tensor_of[v])
+            };
+            let formed = tensors().any(|t| {
+                matches!(
+                    all.sharing[t],
+                    Some(Sharing::Alias {
+                        offset: Some(_),
+                        ..
+                    })
+                )
+            });
+            let largest = tensors()
+                .map(|t| all.tensors[t].bytes.unwrap_or(0))
+                .max()
+                .unwrap_or(0);
             matches!(
                 node_rule(graph, node),
-                ReuseRule::ConcatSlices | ReuseRule::SplitSlices
-            ) && node.inputs.iter().chain(&node.outputs).flatten().any(|&v| {
-                tensor_of[v].is_some_and(|t| {
-                    matches!(
-                        all.sharing[t],
-                        Some(Sharing::Alias {
-                            offset: Some(_),
-                            ..
-                        })
-                    ) && all.tensors[t].bytes.unwrap_or(0) * 100 >= all_bound
-                })
-            })
+                ReuseRule::ConcatSlices | ReuseRule::SplitSlices | ReuseRule::SliceView
+            ) && formed
+                && largest * 100 >= all_bound
         })
         .collect();
     if sites.is_empty() {

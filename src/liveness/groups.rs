@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::lifetimes::{TensorKind, TensorLife, lifetimes};
-use super::rules::{ReuseRule, node_rule, slice_offsets};
+use super::rules::{ReuseRule, node_rule, slice_offsets, view_offset};
 use crate::ir::{Graph, NodeId, ValueId, concrete};
 
 /// Which sharing mechanisms are enabled.
@@ -148,6 +148,7 @@ pub fn analyse_with(
             ReuseRule::SplitSlices if options.alias && slices(node_id) => {
                 grouping.try_split(node_id)
             }
+            ReuseRule::SliceView if options.alias && slices(node_id) => grouping.try_view(node_id),
             _ => {}
         }
     }
@@ -348,6 +349,33 @@ impl Grouping<'_> {
                     offset: Some(offset),
                 });
             }
+        }
+    }
+
+    fn try_view(&mut self, node_id: NodeId) {
+        let node = &self.graph.nodes[node_id];
+        let (Some(input), Some(out)) = (
+            self.tensor(node.inputs.first().copied().flatten()),
+            self.tensor(node.outputs.first().copied().flatten()),
+        ) else {
+            return;
+        };
+        let Some(b) = self.buffer_of[input] else {
+            return;
+        };
+        let Some(offset) = view_offset(self.graph, node) else {
+            return;
+        };
+        if self.single(out).is_some()
+            && self.tensors[out].bytes.is_some_and(|n| n > 0)
+            && offset.is_multiple_of(self.alignment)
+        {
+            let base = self.offset_of(input);
+            self.join(out, b, base + offset);
+            self.sharing[out] = Some(Sharing::Alias {
+                of: input,
+                offset: Some(offset),
+            });
         }
     }
 

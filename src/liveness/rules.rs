@@ -17,6 +17,9 @@ pub enum ReuseRule {
     ConcatSlices,
     /// Each output may be a slice of input 0 (Split).
     SplitSlices,
+    /// Output 0 may be one contiguous run of input 0's bytes (Slice with unit steps, Gather
+    /// of a single index), where [`view_offset`] finds one.
+    SliceView,
 }
 
 const UNARY: &[usize] = &[0];
@@ -199,6 +202,8 @@ pub fn reuse_rule(domain: &str, op_type: &str) -> ReuseRule {
                 ReuseRule::ConcatSlices
             } else if op_type == "Split" {
                 ReuseRule::SplitSlices
+            } else if op_type == "Slice" || op_type == "Gather" {
+                ReuseRule::SliceView
             } else {
                 ReuseRule::None
             }
@@ -209,6 +214,106 @@ pub fn reuse_rule(domain: &str, op_type: &str) -> ReuseRule {
         "com.microsoft" if op_type == "FusedConv" => ReuseRule::InPlace(FUSED_CONV_SUM),
         _ => ReuseRule::None,
     }
+}
+
+/// Where a Slice or Gather output lies inside its data input: the byte offset when the
+/// selected elements are one contiguous run of the input's row-major bytes, i.e. every axis
+/// before the innermost cut axis selects a single index, every axis after it is whole, and
+/// steps are 1. `None` when the layout is not contiguous or any shape or index is unknown.
+pub fn view_offset(graph: &Graph, node: &Node) -> Option<u64> {
+    let data = node.inputs.first().copied().flatten()?;
+    let ty = graph.values[data].tensor_type()?;
+    let shape = crate::ir::concrete(ty.shape.as_deref()?)?;
+    let out = node.outputs.first().copied().flatten()?;
+    let out_ty = graph.values[out].tensor_type()?;
+    if out_ty.dtype != ty.dtype {
+        return None;
+    }
+    let out_shape = crate::ir::concrete(out_ty.shape.as_deref()?)?;
+    let (starts, extents) = match node.op_type.as_str() {
+        "Slice" => slice_window(graph, node, &shape, &out_shape)?,
+        "Gather" => gather_window(graph, node, &shape)?,
+        _ => return None,
+    };
+    let cut = (0..shape.len()).rev().find(|&a| extents[a] != shape[a]);
+    if let Some(cut) = cut
+        && extents[..cut].iter().any(|&e| e != 1)
+    {
+        return None;
+    }
+    let mut stride = 1i64;
+    let mut first = 0i64;
+    for a in (0..shape.len()).rev() {
+        first += starts[a] * stride;
+        stride *= shape[a];
+    }
+    let bits = i64::from(ty.dtype.bits()?);
+    let offset_bits = first.checked_mul(bits)?;
+    (offset_bits % 8 == 0).then(|| u64::try_from(offset_bits / 8).ok())?
+}
+
+/// Per-axis start and extent of a Slice, from its attributes (before opset 10) or constant
+/// inputs; only unit steps qualify.
+fn slice_window(
+    graph: &Graph,
+    node: &Node,
+    shape: &[i64],
+    out_shape: &[i64],
+) -> Option<(Vec<i64>, Vec<i64>)> {
+    let constant = |slot: usize| -> Option<Option<Vec<i64>>> {
+        match node.inputs.get(slot).copied().flatten() {
+            None => Some(None),
+            Some(v) => Some(Some(graph.values[v].constant.as_ref()?.to_i64_vec()?)),
+        }
+    };
+    let (starts, axes, steps) = match node.attr_ints("starts") {
+        Some(starts) => (
+            starts.to_vec(),
+            node.attr_ints("axes").map(<[i64]>::to_vec),
+            None,
+        ),
+        None => (constant(1)??, constant(3)?, constant(4)?),
+    };
+    let rank = i64::try_from(shape.len()).ok()?;
+    let axes = axes.unwrap_or_else(|| (0..rank).take(starts.len()).collect());
+    if out_shape.len() != shape.len()
+        || axes.len() != starts.len()
+        || steps
+            .as_ref()
+            .is_some_and(|s| s.len() != starts.len() || s.iter().any(|&x| x != 1))
+    {
+        return None;
+    }
+    let mut begin = vec![0i64; shape.len()];
+    for (&axis, &start) in axes.iter().zip(&starts) {
+        let a = usize::try_from(if axis < 0 { axis + rank } else { axis }).ok()?;
+        let dim = *shape.get(a)?;
+        begin[a] = (if start < 0 { start + dim } else { start }).clamp(0, dim);
+    }
+    let fits = (0..shape.len()).all(|a| begin[a] + out_shape[a] <= shape[a]);
+    fits.then(|| (begin, out_shape.to_vec()))
+}
+
+/// Start and extent per axis of a Gather of one constant index (scalar or one element).
+fn gather_window(graph: &Graph, node: &Node, shape: &[i64]) -> Option<(Vec<i64>, Vec<i64>)> {
+    let indices = node.inputs.get(1).copied().flatten()?;
+    let index = match graph.values[indices].constant.as_ref()?.to_i64_vec()?[..] {
+        [i] => i,
+        _ => return None,
+    };
+    let rank = i64::try_from(shape.len()).ok()?;
+    let axis = node.attr_int("axis").unwrap_or(0);
+    let a = usize::try_from(if axis < 0 { axis + rank } else { axis }).ok()?;
+    let dim = *shape.get(a)?;
+    let index = if index < 0 { index + dim } else { index };
+    if !(0..dim).contains(&index) {
+        return None;
+    }
+    let mut starts = vec![0i64; shape.len()];
+    let mut extents = shape.to_vec();
+    starts[a] = index;
+    extents[a] = 1;
+    Some((starts, extents))
 }
 
 /// The byte offset of each part along `axis` when the parts are contiguous slices of a tensor

@@ -12,7 +12,7 @@ use super::sharing::{self, Shared};
 use super::tiers::plan_tiers;
 use crate::emit::{OffloadInfo, Table, main_arena, tensor_entries};
 use crate::ir::{Graph, Model};
-use crate::liveness::{Liveness, LivenessOptions};
+use crate::liveness::{Liveness, LivenessOptions, Sharing, analyse_with};
 use crate::plan::Problem;
 
 /// Which advanced mode to run, with its settings (the default runs none).
@@ -87,8 +87,33 @@ pub fn finish(
                 transfers: Vec::new(),
             });
         } else {
-            let plan = plan_budget(graph, liveness, options.alignment, budget, &modes.offload)?;
+            let apart;
+            let mut candidates = vec![liveness];
+            if liveness.sharing.iter().any(|s| {
+                matches!(
+                    s,
+                    Some(Sharing::Alias {
+                        offset: Some(_),
+                        ..
+                    })
+                )
+            }) {
+                apart = analyse_with(graph, liveness.order.clone(), options, &|_| false)?;
+                candidates.push(&apart);
+            }
+            let (plan, liveness) = plan_budget(
+                graph,
+                &candidates,
+                options.alignment,
+                budget,
+                &modes.offload,
+            )?;
             table.tensors = tensor_entries(graph, liveness, &plan.offsets);
+            for (entry, offset) in table.tensors.iter_mut().zip(&plan.tensor_offsets) {
+                if entry.offset.is_some() {
+                    entry.offset = *offset;
+                }
+            }
             table.arenas = main_arena(plan.arena);
             table.stats.planner = format!("offload-{}", plan.info.method);
             table.stats.proven_optimal = false;

@@ -13,22 +13,77 @@ use crate::liveness::{Liveness, TensorKind};
 
 /// The budget plan of a model.
 pub struct BudgetPlan {
-    /// Offset of each buffer of the analysis.
+    /// Offset of each buffer of the analysis where its first stay begins.
     pub offsets: Vec<u64>,
+    /// Offset of each tensor of the analysis when it is made (a buffer that came back from
+    /// host memory at another offset holds the tensors made after that there).
+    pub tensor_offsets: Vec<Option<u64>>,
     /// Device bytes used.
     pub arena: u64,
     /// Budget, transfers, and the baseline's migration.
     pub info: OffloadInfo,
 }
 
-/// Plans the analysis's buffers within `budget` device bytes.
-pub fn plan_budget(
+/// Plans within `budget` device bytes over each candidate analysis of the same order (e.g.
+/// with slice aliases, whose larger buffers lower the bound, and without, whose smaller
+/// buffers can wait in host memory separately); keeps the plan that migrates least, with the
+/// analysis it was made on. When none fits, says why for the most permissive candidate.
+pub fn plan_budget<'a>(
+    graph: &Graph,
+    candidates: &[&'a Liveness],
+    alignment: u64,
+    budget: u64,
+    options: &Options,
+) -> Result<(BudgetPlan, &'a Liveness)> {
+    let mut best: Option<(BudgetPlan, &Liveness)> = None;
+    let mut refusal: Option<(Infeasible, &Liveness)> = None;
+    for &liveness in candidates {
+        match plan_one(graph, liveness, alignment, budget, options) {
+            Ok(plan) => {
+                if best
+                    .as_ref()
+                    .is_none_or(|b| plan.info.migrated_bytes < b.0.info.migrated_bytes)
+                {
+                    best = Some((plan, liveness));
+                }
+            }
+            Err(why) => {
+                let floor = |w: &Infeasible| match *w {
+                    Infeasible::Step { bytes, .. } => bytes,
+                    Infeasible::NoPlan => 0,
+                };
+                if refusal.as_ref().is_none_or(|r| floor(&why) < floor(&r.0)) {
+                    refusal = Some((why, liveness));
+                }
+            }
+        }
+    }
+    if let Some(best) = best {
+        return Ok(best);
+    }
+    let (why, liveness) = refusal.expect("at least one candidate");
+    Err(match why {
+        Infeasible::Step { step, bytes } => {
+            let node = liveness.order[step];
+            input_error!(
+                "--budget {budget}: too small: step {step}, {}, reads and writes {bytes} bytes at once, so no budget below {bytes} can work",
+                graph.nodes[node].label(node)
+            )
+        }
+        Infeasible::NoPlan => input_error!(
+            "--budget {budget}: no placement found (every step fits alone, but fragmentation defeats both planners); try a slightly larger budget"
+        ),
+    })
+}
+
+/// Plans one analysis's buffers within `budget` device bytes.
+fn plan_one(
     graph: &Graph,
     liveness: &Liveness,
     alignment: u64,
     budget: u64,
     options: &Options,
-) -> Result<BudgetPlan> {
+) -> Result<BudgetPlan, Infeasible> {
     let alignment = alignment.max(1);
     let last_step = liveness.order.len().saturating_sub(1);
     let accesses = tensor_accesses(graph, liveness);
@@ -78,24 +133,28 @@ pub fn plan_budget(
         budget,
         alignment,
     };
-    let outcome = offload::solve(&problem, options).map_err(|e| match e {
-        Infeasible::Step { step, bytes } => {
-            let node = liveness.order[step];
-            input_error!(
-                "--budget {budget}: too small: step {step}, {}, reads and writes {bytes} bytes at once, so no budget below {bytes} can work",
-                graph.nodes[node].label(node)
-            )
-        }
-        Infeasible::NoPlan => input_error!(
-            "--budget {budget}: no placement found (every step fits alone, but fragmentation defeats both planners); try a slightly larger budget"
-        ),
-    })?;
+    let outcome = offload::solve(&problem, options)?;
     let stays = &outcome.plan.residency.stays;
     let mut offsets = vec![0; liveness.buffers.len()];
+    let mut tensor_offsets = vec![None; liveness.tensors.len()];
     let mut transfers = Vec::new();
     for (b, o) in object_of.iter().enumerate() {
-        let Some(o) = *o else { continue };
+        let Some(o) = *o else {
+            for &(t, inner) in &liveness.buffers[b].members {
+                tensor_offsets[t] = Some(inner);
+            }
+            continue;
+        };
         offsets[b] = stays[o].first().map_or(0, |s| s.offset);
+        for &(t, inner) in &liveness.buffers[b].members {
+            let born = liveness.tensors[t].first;
+            let stay = stays[o]
+                .iter()
+                .rev()
+                .find(|s| s.from <= born)
+                .or(stays[o].first());
+            tensor_offsets[t] = Some(stay.map_or(0, |s| s.offset) + inner);
+        }
         let mut dirty = false;
         let mut list = problem.objects[o].accesses.iter().peekable();
         for pair in stays[o].windows(2) {
@@ -103,24 +162,25 @@ pub fn plan_budget(
                 dirty |= a.write;
             }
             let (out_after, in_before) = (pair[0].to, pair[1].from);
-            let mut held: Vec<String> = liveness.buffers[b]
+            let mut held: Vec<(String, u64)> = liveness.buffers[b]
                 .members
                 .iter()
                 .filter(|&&(t, _)| {
                     let t = &liveness.tensors[t];
                     t.first <= out_after && t.last >= in_before
                 })
-                .map(|&(t, _)| graph.values[liveness.tensors[t].value].name.clone())
+                .map(|&(t, inner)| (graph.values[liveness.tensors[t].value].name.clone(), inner))
                 .collect();
             if held.is_empty() {
                 continue;
             }
-            let tensor = held.remove(0);
+            let (tensor, inner) = held.remove(0);
             transfers.push(Transfer {
                 tensor,
-                aliases: held,
+                aliases: held.into_iter().map(|(name, _)| name).collect(),
                 out_after,
                 in_before,
+                in_offset: Some(pair[1].offset + inner),
                 bytes: problem.objects[o].size,
                 copy_out: dirty,
             });
@@ -130,6 +190,7 @@ pub fn plan_budget(
     let baseline = outcome.baseline.as_ref();
     Ok(BudgetPlan {
         offsets,
+        tensor_offsets,
         arena: outcome.plan.arena,
         info: OffloadInfo {
             budget,

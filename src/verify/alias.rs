@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::emit::Table;
+use crate::emit::{Run, Table, offset_at};
 use crate::ir::{Graph, Node, concrete};
 use crate::liveness::rules::{ReuseRule, node_rule};
 
@@ -13,14 +13,22 @@ pub fn check_claims(
     table: &Table,
     index: &HashMap<&str, usize>,
     steps: &[usize],
+    runs: &[Vec<Run>],
     problems: &mut Vec<String>,
 ) -> Vec<usize> {
+    let ctx = Context {
+        graph,
+        table,
+        index,
+        steps,
+        runs,
+    };
     let mut parent: Vec<usize> = (0..table.tensors.len()).collect();
     for (a, entry) in table.tensors.iter().enumerate() {
         if let Some(of) = &entry.alias_of {
             match index.get(of.as_str()) {
                 Some(&b) => {
-                    if let Err(e) = check_alias(graph, table, a, b) {
+                    if let Err(e) = check_alias(&ctx, a, b) {
                         problems.push(format!("tensor '{}' alias_of '{of}': {e}", entry.name));
                     }
                     let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
@@ -35,7 +43,7 @@ pub fn check_claims(
         if let Some(of) = &entry.inplace_of {
             match index.get(of.as_str()) {
                 Some(&x) => {
-                    if let Err(e) = check_inplace(graph, table, index, &classes, steps, a, x) {
+                    if let Err(e) = check_inplace(&ctx, &classes, a, x) {
                         problems.push(format!("tensor '{}' inplace_of '{of}': {e}", entry.name));
                     }
                 }
@@ -44,6 +52,17 @@ pub fn check_claims(
         }
     }
     classes
+}
+
+/// What the claim checks read: the model, the table, names to entries, node steps, and
+/// each entry's runs (where it is over time).
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    graph: &'a Graph,
+    table: &'a Table,
+    index: &'a HashMap<&'a str, usize>,
+    steps: &'a [usize],
+    runs: &'a [Vec<Run>],
 }
 
 fn find(parent: &mut [usize], mut i: usize) -> usize {
@@ -72,9 +91,15 @@ fn output_names<'g>(graph: &'g Graph, node: &Node) -> Vec<Option<&'g str>> {
         .collect()
 }
 
-fn check_alias(graph: &Graph, table: &Table, a: usize, b: usize) -> Result<(), String> {
+/// The claim is checked where both tensors exist (the later one's first step); transfers
+/// move them together afterwards (see `modes::check_moves_together`).
+fn check_alias(ctx: &Context, a: usize, b: usize) -> Result<(), String> {
+    let Context {
+        graph, table, runs, ..
+    } = *ctx;
     let (ea, eb) = (&table.tensors[a], &table.tensors[b]);
-    let (Some(oa), Some(ob)) = (ea.offset, eb.offset) else {
+    let step = ea.first.max(eb.first);
+    let (Some(oa), Some(ob)) = (offset_at(&runs[a], step), offset_at(&runs[b], step)) else {
         return Err("both tensors must be placed".into());
     };
     if ea.arena != eb.arena {
@@ -100,7 +125,8 @@ fn check_alias(graph: &Graph, table: &Table, a: usize, b: usize) -> Result<(), S
             }
             let expected = slice_offset_concat(graph, &ea.name, &eb.name)
                 .or_else(|| slice_offset_split(graph, &ea.name, &eb.name))
-                .ok_or("no Concat or Split makes it a contiguous slice")?;
+                .or_else(|| slice_offset_view(graph, &ea.name, &eb.name))
+                .ok_or("no Concat, Split, Slice or Gather makes it a contiguous slice")?;
             if expected != k {
                 return Err(format!("the slice starts at byte {expected}, not {k}"));
             }
@@ -132,6 +158,102 @@ fn slice_offset_split(graph: &Graph, part: &str, whole: &str) -> Option<u64> {
     let outputs = output_names(graph, node);
     let k = outputs.iter().position(|n| *n == Some(part))?;
     contiguous_offset(graph, node, whole, &outputs, k)
+}
+
+/// Byte offset of `part` inside `whole` when `part` is a Slice (unit steps) or a one-index
+/// Gather of `whole` whose elements are one unbroken run of `whole`'s row-major bytes: the
+/// run from the first selected element to the last must hold exactly the selected count.
+fn slice_offset_view(graph: &Graph, part: &str, whole: &str) -> Option<u64> {
+    let node = producer(graph, part)?;
+    if !node.domain.is_empty() || input_names(graph, node).first().copied().flatten() != Some(whole)
+    {
+        return None;
+    }
+    let whole_ty = graph.value(whole)?.tensor_type()?;
+    let part_ty = graph.value(part)?.tensor_type()?;
+    if whole_ty.dtype != part_ty.dtype {
+        return None;
+    }
+    let dims = concrete(whole_ty.shape.as_ref()?)?;
+    let count: i64 = concrete(part_ty.shape.as_ref()?)?.iter().product();
+    let (low, high) = match node.op_type.as_str() {
+        "Slice" => slice_corners(graph, node, &dims)?,
+        "Gather" => gather_corners(graph, node, &dims)?,
+        _ => return None,
+    };
+    let linear = |index: &[i64]| {
+        index
+            .iter()
+            .zip(&dims)
+            .fold(0i64, |acc, (&i, &d)| acc * d + i)
+    };
+    let (first, last) = (linear(&low), linear(&high));
+    if count <= 0 || last - first + 1 != count {
+        return None;
+    }
+    let bits = i64::from(whole_ty.dtype.bits()?);
+    (first * bits % 8 == 0).then(|| u64::try_from(first * bits / 8).ok())?
+}
+
+/// First and last selected index (per axis) of a unit-step Slice.
+fn slice_corners(graph: &Graph, node: &Node, dims: &[i64]) -> Option<(Vec<i64>, Vec<i64>)> {
+    let ints = |slot: usize, attr: &str| -> Option<Vec<i64>> {
+        if let Some(values) = node.attr_ints(attr) {
+            return Some(values.to_vec());
+        }
+        let v = node.inputs.get(slot).copied().flatten()?;
+        graph.values[v].constant.as_ref()?.to_i64_vec()
+    };
+    let starts = ints(1, "starts")?;
+    let ends = ints(2, "ends")?;
+    let rank = dims.len() as i64;
+    let axes = ints(3, "axes").unwrap_or_else(|| (0..starts.len() as i64).collect());
+    if ints(4, "steps").is_some_and(|s| s.iter().any(|&x| x != 1)) {
+        return None;
+    }
+    if axes.len() != starts.len() || ends.len() != starts.len() {
+        return None;
+    }
+    let mut low = vec![0i64; dims.len()];
+    let mut high: Vec<i64> = dims.iter().map(|&d| d - 1).collect();
+    for k in 0..axes.len() {
+        let axis = if axes[k] < 0 { axes[k] + rank } else { axes[k] };
+        let a = usize::try_from(axis).ok()?;
+        let d = *dims.get(a)?;
+        let clamp = |x: i64| (if x < 0 { x + d } else { x }).clamp(0, d);
+        let (s, e) = (clamp(starts[k]), clamp(ends[k]));
+        if e <= s {
+            return None;
+        }
+        low[a] = s;
+        high[a] = e - 1;
+    }
+    Some((low, high))
+}
+
+/// First and last selected index (per axis) of a Gather of one constant index.
+fn gather_corners(graph: &Graph, node: &Node, dims: &[i64]) -> Option<(Vec<i64>, Vec<i64>)> {
+    let v = node.inputs.get(1).copied().flatten()?;
+    let [index] = graph.values[v].constant.as_ref()?.to_i64_vec()?[..] else {
+        return None;
+    };
+    let axis = node.attr_int("axis").unwrap_or(0);
+    let a = usize::try_from(if axis < 0 {
+        axis + dims.len() as i64
+    } else {
+        axis
+    })
+    .ok()?;
+    let d = *dims.get(a)?;
+    let index = if index < 0 { index + d } else { index };
+    if !(0..d).contains(&index) {
+        return None;
+    }
+    let mut low = vec![0i64; dims.len()];
+    let mut high: Vec<i64> = dims.iter().map(|&d| d - 1).collect();
+    low[a] = index;
+    high[a] = index;
+    Some((low, high))
 }
 
 /// Start byte of part `k` of `parts`, laid out along the node's axis inside `whole`; `None`
@@ -169,15 +291,14 @@ fn contiguous_offset(
     Some(before * row * bits / 8)
 }
 
-fn check_inplace(
-    graph: &Graph,
-    table: &Table,
-    index: &HashMap<&str, usize>,
-    classes: &[usize],
-    steps: &[usize],
-    a: usize,
-    x: usize,
-) -> Result<(), String> {
+fn check_inplace(ctx: &Context, classes: &[usize], a: usize, x: usize) -> Result<(), String> {
+    let Context {
+        graph,
+        table,
+        index,
+        steps,
+        runs,
+    } = *ctx;
     let (ea, ex) = (&table.tensors[a], &table.tensors[x]);
     let value = graph.value(&ea.name).ok_or("not in the model")?;
     let node_id = value.producer.ok_or("not produced by a node")?;
@@ -195,7 +316,8 @@ fn check_inplace(
     if ex.kind != "intermediate" {
         return Err(format!("cannot overwrite a graph {}", ex.kind));
     }
-    if ea.offset != ex.offset || ea.arena != ex.arena || ea.offset.is_none() {
+    let born = offset_at(&runs[a], ea.first);
+    if born != offset_at(&runs[x], ea.first) || ea.arena != ex.arena || born.is_none() {
         return Err("must have the overwritten tensor's arena and offset".into());
     }
     if ea.bytes != ex.bytes {

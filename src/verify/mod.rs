@@ -36,12 +36,13 @@ pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
         };
         lifetimes::check_entry(graph, value, entry, &steps, table, &mut problems);
     }
-    modes::check_modes(graph, table, &index, &steps, &mut problems);
+    let runs = table.runs();
+    modes::check_modes(graph, table, &index, &steps, &runs, &mut problems);
     if !problems.is_empty() {
         return problems;
     }
-    let classes = alias::check_claims(graph, table, &index, &steps, &mut problems);
-    let away = modes::away_ranges(table, &index);
-    overlap::check_overlaps(table, &index, &classes, &away, &mut problems);
+    let classes = alias::check_claims(graph, table, &index, &steps, &runs, &mut problems);
+    modes::check_moves_together(table, &index, &classes, &mut problems);
+    overlap::check_overlaps(table, &index, &classes, &runs, &mut problems);
     problems
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::emit::{Table, WorkspaceEntry};
+use crate::emit::{Run, Table, WorkspaceEntry};
 use crate::ir::{DType, Graph, ValueKind};
 use crate::modes::partition::FUNCTION_BODY;
 
@@ -17,24 +17,46 @@ const QUANTIZERS: [&str; 4] = [
     "FakeQuant",
 ];
 
-/// For each table entry, the inclusive step ranges it waits in host memory.
-pub fn away_ranges(table: &Table, index: &HashMap<&str, usize>) -> Vec<Vec<(usize, usize)>> {
+/// The inclusive step ranges each table entry waits in host memory, as its transfers say.
+fn away_ranges(table: &Table, index: &HashMap<&str, usize>) -> Vec<Vec<(usize, usize)>> {
     let mut away = vec![Vec::new(); table.tensors.len()];
     for t in table.offload.iter().flat_map(|o| &o.transfers) {
-        if t.in_before > t.out_after + 1 {
-            for name in std::iter::once(&t.tensor).chain(&t.aliases) {
-                if let Some(&i) = index.get(name.as_str()) {
-                    away[i].push((t.out_after + 1, t.in_before - 1));
-                }
+        for name in std::iter::once(&t.tensor).chain(&t.aliases) {
+            if let Some(&i) = index.get(name.as_str()) {
+                away[i].push((t.out_after + 1, t.in_before.saturating_sub(1)));
             }
         }
     }
     away
 }
 
-/// True when the entry waits in host memory at `step`.
-pub fn is_away(away: &[(usize, usize)], step: usize) -> bool {
-    away.iter().any(|&(a, b)| a <= step && step <= b)
+/// Every tensor holding the same bytes as a transfer's tensor (its alias class) and live on
+/// both sides of the gap must be named by the transfer: the bytes leave and come back
+/// together.
+pub fn check_moves_together(
+    table: &Table,
+    index: &HashMap<&str, usize>,
+    classes: &[usize],
+    problems: &mut Vec<String>,
+) {
+    for t in table.offload.iter().flat_map(|o| &o.transfers) {
+        let Some(&main) = index.get(t.tensor.as_str()) else {
+            continue;
+        };
+        for (i, e) in table.tensors.iter().enumerate() {
+            let spans = e.first <= t.out_after && e.last >= t.in_before;
+            if classes[i] == classes[main]
+                && spans
+                && e.name != t.tensor
+                && !t.aliases.contains(&e.name)
+            {
+                problems.push(format!(
+                    "tensor '{}' holds the bytes of '{}' but is not moved with it after step {}",
+                    e.name, t.tensor, t.out_after
+                ));
+            }
+        }
+    }
 }
 
 /// Checks tiers, alignments, storage and transfers; `steps[node]` is the node's step.
@@ -43,6 +65,7 @@ pub fn check_modes(
     table: &Table,
     index: &HashMap<&str, usize>,
     steps: &[usize],
+    runs: &[Vec<Run>],
     problems: &mut Vec<String>,
 ) {
     for a in &table.arenas {
@@ -67,7 +90,7 @@ pub fn check_modes(
         }
     }
     if table.offload.is_some() {
-        check_transfers(graph, table, index, steps, problems);
+        check_transfers(graph, table, index, steps, runs, problems);
     }
     for w in table.partition.iter().flat_map(|p| &p.workspaces) {
         check_top_workspace(graph, table, steps, w, problems);
@@ -236,6 +259,7 @@ fn check_transfers(
     table: &Table,
     index: &HashMap<&str, usize>,
     steps: &[usize],
+    runs: &[Vec<Run>],
     problems: &mut Vec<String>,
 ) {
     let Some(offload) = &table.offload else {
@@ -303,18 +327,29 @@ fn check_transfers(
             offload.budget
         ));
     }
+    let alignment = table.options.alignment.max(1);
     let mut resident: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); table.schedule.len()];
-    for (i, e) in table.tensors.iter().enumerate() {
-        let (Some(arena), Some(offset)) = (e.arena, e.offset) else {
+    for (e, runs) in table.tensors.iter().zip(runs) {
+        let Some(arena) = e.arena else {
             continue;
         };
-        let span = resident
-            .iter_mut()
-            .enumerate()
-            .take(e.last.min(last_step) + 1)
-            .skip(e.first);
-        for (step, list) in span {
-            if !is_away(&away[i], step) {
+        let capacity = table
+            .arenas
+            .iter()
+            .find(|a| a.id == arena)
+            .map_or(0, |a| a.bytes);
+        for run in runs {
+            let Some(offset) = run.offset else { continue };
+            if Some(offset) != e.offset
+                && ((e.alias_offset.is_none() && !offset.is_multiple_of(alignment))
+                    || offset.saturating_add(e.extent()) > capacity)
+            {
+                problems.push(format!(
+                    "tensor '{}' comes back at offset {offset}, misaligned or past its arena",
+                    e.name
+                ));
+            }
+            for list in &mut resident[run.first.min(last_step)..=run.last.min(last_step)] {
                 list.push((arena, offset, offset + e.extent()));
             }
         }

@@ -1,17 +1,18 @@
 //! Pairwise byte conflicts: tensors live at the same step must not share bytes unless an
 //! alias or in-place claim (checked in `alias`) makes that legal. A tensor waiting in host
-//! memory (a transfer's gap) is not resident.
+//! memory (a transfer's gap) is not resident, and after it comes back it is where the
+//! transfer put it.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::emit::Table;
+use crate::emit::{Run, Table};
 
 /// Checks every pair of placed tensors that are live at a common step and overlap in bytes.
 pub fn check_overlaps(
     table: &Table,
     index: &HashMap<&str, usize>,
     classes: &[usize],
-    away: &[Vec<(usize, usize)>],
+    runs: &[Vec<Run>],
     problems: &mut Vec<String>,
 ) {
     // (class born, step, class overwritten) for every in-place claim.
@@ -25,39 +26,30 @@ pub fn check_overlaps(
         })
         .collect();
     let steps = table.schedule.len().max(1);
-    let mut live_at: Vec<Vec<usize>> = vec![Vec::new(); steps];
-    for (i, e) in table.tensors.iter().enumerate() {
-        if e.offset.is_some() && e.extent() > 0 {
-            for (step, live) in live_at
-                .iter_mut()
-                .enumerate()
-                .take(e.last.min(steps - 1) + 1)
-                .skip(e.first.min(steps - 1))
-            {
-                if !super::modes::is_away(&away[i], step) {
-                    live.push(i);
-                }
+    // Per step, the resident placed tensors: (arena, start, end, entry).
+    let mut live_at: Vec<Vec<(usize, u64, u64, usize)>> = vec![Vec::new(); steps];
+    for (i, (e, runs)) in table.tensors.iter().zip(runs).enumerate() {
+        let Some(arena) = e.arena.filter(|_| e.extent() > 0) else {
+            continue;
+        };
+        for run in runs {
+            let Some(start) = run.offset else { continue };
+            for live in &mut live_at[run.first.min(steps - 1)..=run.last.min(steps - 1)] {
+                live.push((arena, start, start + e.extent(), i));
             }
         }
     }
-    let range = |i: usize| {
-        let e = &table.tensors[i];
-        let start = e.offset.unwrap_or(0);
-        (e.arena, start, start + e.extent())
-    };
     let mut reported = HashSet::new();
     for (step, live) in live_at.iter_mut().enumerate() {
-        live.sort_by_key(|&i| range(i));
+        live.sort_unstable();
         let mut max_end = 0u64;
         let mut arena = None;
-        for (k, &b) in live.iter().enumerate() {
-            let (arena_b, start_b, end_b) = range(b);
+        for (k, &(arena_b, start_b, end_b, b)) in live.iter().enumerate() {
             if arena != Some(arena_b) {
                 (arena, max_end) = (Some(arena_b), 0);
             }
             if max_end > start_b {
-                for &a in live[..k].iter().rev() {
-                    let (arena_a, _, end_a) = range(a);
+                for &(arena_a, _, end_a, a) in live[..k].iter().rev() {
                     if arena_a != arena_b {
                         break;
                     }

@@ -88,6 +88,23 @@ pub fn float_init(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
     }
 }
 
+/// An int64 initializer with raw data (shape `[len]`, or a scalar when `dims` is empty).
+pub fn int_init(name: &str, dims: &[i64], values: &[i64]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(7),
+        raw_data: Some(
+            values
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>()
+                .into(),
+        ),
+        ..Default::default()
+    }
+}
+
 /// Encodes a model to a file.
 pub fn write_model(model: &ModelProto, path: &Path) {
     use prost::Message;

@@ -1,18 +1,20 @@
-//! The spill planner: each unit sits at one device offset for its whole life, but between two
-//! accesses it may wait in host memory (a spilled gap), freeing its bytes there. Decoding a
-//! weight vector: while some step holds more live bytes than the target, spill, among the
-//! gaps spanning the fullest step, the one that removes the most excess bytes per byte moved
-//! (scaled by its unit's weight); then place the units largest first at the lowest offset
-//! clear of every unit resident at the same time. When fragmentation makes the arena exceed
-//! the budget, the target drops by the difference and more gaps are spilled. The weights are
-//! searched with S4's genetic scheme (crossover of size bands, a growing mutation rate,
-//! elitism plus fresh random individuals, stopping on rounds, time or stagnation).
+//! The spill planner: between two accesses a unit may wait in host memory (a spilled gap),
+//! freeing its bytes there, and each resident interval is placed on its own, so a unit may
+//! come back at another offset. Decoding a weight vector: while some step holds more live
+//! bytes than the target, spill, among the gaps spanning the fullest step, the one that
+//! removes the most excess bytes per byte moved (scaled by its unit's weight); then place the
+//! resident intervals with the planner heuristics (each interval a buffer). When
+//! fragmentation makes the arena exceed the budget, the target drops by the difference and
+//! more gaps are spilled. The weights are searched with S4's genetic scheme (crossover of
+//! size bands, a growing mutation rate, elitism plus fresh random individuals, stopping on
+//! rounds, time or stagnation).
 
 use std::time::Instant;
 
 use super::rng::Rng;
 use super::units::Unit;
 use super::{Offload, Options, Residency, Stay, check};
+use crate::plan::{Buffer, HEURISTICS, PlanOptions, Problem, Solution};
 
 /// The least-migrating decoded plan found, and the generations run.
 pub fn search(
@@ -126,17 +128,12 @@ pub fn decode(problem: &Offload, units: &[Unit], weights: &[f64]) -> Option<Resi
     let mut target = problem.budget;
     loop {
         spill(units, weights, target, &mut live, &covering, &mut spilled)?;
-        let offsets = place(problem, units, &spilled);
-        let arena = units
-            .iter()
-            .zip(&offsets)
-            .map(|(u, o)| o + u.size)
-            .max()
-            .unwrap_or(0);
+        let (offsets, arena) = place(problem, units, &spilled);
         if arena <= problem.budget {
             return Some(stays(problem, units, &spilled, &offsets));
         }
-        target = target.checked_sub((arena - problem.budget).max(problem.alignment.max(1)))?;
+        let excess = arena.saturating_sub(problem.budget);
+        target = target.checked_sub(excess.max(problem.alignment.max(1)))?;
     }
 }
 
@@ -207,47 +204,70 @@ fn intervals(unit: &Unit, spilled: &[bool]) -> Vec<(usize, usize)> {
     out
 }
 
-/// Offsets, largest units first, each at the lowest aligned offset clear of the placed units
-/// resident at a common step.
-fn place(problem: &Offload, units: &[Unit], spilled: &[Vec<bool>]) -> Vec<u64> {
-    let align = problem.alignment.max(1);
+/// Offsets of every resident interval (per unit, in order), and the arena they need: the
+/// intervals form a dynamic storage allocation problem, given to the planner heuristics in
+/// turn (greedy by size first) until one fits the budget; the smallest arena wins otherwise.
+/// A unit comes back from host memory wherever its next interval fits, not necessarily where
+/// it left from.
+fn place(problem: &Offload, units: &[Unit], spilled: &[Vec<bool>]) -> (Vec<Vec<u64>>, u64) {
     let spans: Vec<Vec<(usize, usize)>> = units
         .iter()
         .zip(spilled)
         .map(|(u, s)| intervals(u, s))
         .collect();
-    let meet = |a: &[(usize, usize)], b: &[(usize, usize)]| {
-        a.iter().any(|x| b.iter().any(|y| x.0 <= y.1 && y.0 <= x.1))
-    };
-    let mut order: Vec<usize> = (0..units.len()).collect();
-    order.sort_by_key(|&u| (std::cmp::Reverse(units[u].size), units[u].accesses[0].step));
-    let mut offsets = vec![0; units.len()];
-    let mut placed: Vec<usize> = Vec::new();
-    for u in order {
-        let mut taken: Vec<(u64, u64)> = placed
+    let step = |s: usize| u32::try_from(s).unwrap_or(u32::MAX - 1);
+    let dsa = Problem {
+        buffers: spans
             .iter()
-            .filter(|&&p| meet(&spans[u], &spans[p]))
-            .map(|&p| (offsets[p], offsets[p] + units[p].size))
-            .collect();
-        taken.sort_unstable();
-        let mut at = 0u64;
-        for (start, end) in taken {
-            if start >= at + units[u].size {
-                break;
-            }
-            at = at.max(end.next_multiple_of(align));
+            .zip(units)
+            .flat_map(|(s, u)| {
+                s.iter().map(move |&(from, to)| Buffer {
+                    size: u.size,
+                    start: step(from),
+                    end: step(to) + 1,
+                })
+            })
+            .collect(),
+        alignment: problem.alignment.max(1),
+    };
+    let mut best: Option<Solution> = None;
+    for planner in HEURISTICS {
+        let options = PlanOptions {
+            planner,
+            capacity: Some(problem.budget),
+            ..PlanOptions::default()
+        };
+        let Ok(solution) = crate::plan::solve(&dsa, &options) else {
+            break;
+        };
+        if best.as_ref().is_none_or(|b| solution.arena < b.arena) {
+            best = Some(solution);
         }
-        offsets[u] = at;
-        placed.push(u);
+        if best.as_ref().is_some_and(|b| b.arena <= problem.budget) {
+            break;
+        }
     }
-    offsets
+    let Some(best) = best else {
+        return (Vec::new(), u64::MAX);
+    };
+    let mut next = best.offsets.into_iter();
+    let offsets = spans
+        .iter()
+        .map(|s| next.by_ref().take(s.len()).collect())
+        .collect();
+    (offsets, best.arena)
 }
 
-/// Per-object stays from the units' intervals and offsets.
-fn stays(problem: &Offload, units: &[Unit], spilled: &[Vec<bool>], offsets: &[u64]) -> Residency {
+/// Per-object stays from the units' intervals and their offsets.
+fn stays(
+    problem: &Offload,
+    units: &[Unit],
+    spilled: &[Vec<bool>],
+    offsets: &[Vec<u64>],
+) -> Residency {
     let mut stays = vec![Vec::new(); problem.objects.len()];
     for (u, unit) in units.iter().enumerate() {
-        for (from, to) in intervals(unit, &spilled[u]) {
+        for ((from, to), &offset) in intervals(unit, &spilled[u]).into_iter().zip(&offsets[u]) {
             for &(m, inner) in &unit.members {
                 let object = &problem.objects[m];
                 let (from, to) = (from.max(object.first()), to.min(object.last()));
@@ -255,7 +275,7 @@ fn stays(problem: &Offload, units: &[Unit], spilled: &[Vec<bool>], offsets: &[u6
                     stays[m].push(Stay {
                         from,
                         to,
-                        offset: offsets[u] + inner,
+                        offset: offset + inner,
                     });
                 }
             }

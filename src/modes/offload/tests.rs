@@ -144,3 +144,29 @@ fn empty_and_unused_objects() {
         (0, 0)
     );
 }
+
+/// Budget 128 B, three 64-byte objects: X used at steps 0 and 1, A at 0 and 2, Y at 1 and 2.
+/// Each pair meets at some step, so at one fixed offset each they need 192 B; only A has a
+/// gap to wait in (step 1). A leaves after step 0 (written there: copied out, 64 B), Y takes
+/// its bytes at step 1, and A comes back before step 2 into X's bytes (X died after step 1):
+/// 64 B in. 128 B migrated, the same as the farthest-next-use baseline, and A's two stays
+/// sit at different offsets.
+#[test]
+fn a_buffer_comes_back_at_another_offset() {
+    let problem = Offload {
+        objects: vec![
+            object(64, &[0, 1]),
+            object(64, &[0, 2]),
+            object(64, &[1, 2]),
+        ],
+        budget: 128,
+        alignment: 64,
+    };
+    let out = solve(&problem, &Options::default()).unwrap();
+    assert_eq!((out.method, out.plan.migrated), ("spill", 128));
+    let a = &out.plan.residency.stays[1];
+    assert_eq!((a.len(), a[0].to, a[1].from), (2, 0, 2));
+    assert_ne!(a[0].offset, a[1].offset);
+    assert_eq!(a[1].offset, out.plan.residency.stays[0][0].offset);
+    assert_eq!(out.baseline.unwrap().migrated, 128);
+}
