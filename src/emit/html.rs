@@ -118,7 +118,9 @@ fn transfers(out: &mut String, table: &Table) {
     };
     out.push_str("<h2>Host transfers</h2>\n<div class=\"scroll\"><table><tr><th>tensor</th><th>out after step</th><th>in before step</th><th>back at offset</th><th>bytes</th></tr>\n");
     for t in &o.transfers {
-        let back = t.in_offset.map_or_else(|| "same".to_string(), |o| o.to_string());
+        let back = t
+            .in_offset
+            .map_or_else(|| "same".to_string(), |o| o.to_string());
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{back}</td><td class=\"n\">{}</td></tr>",
