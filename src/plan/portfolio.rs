@@ -88,13 +88,22 @@ fn heuristic(problem: &Problem, choice: PlannerChoice) -> Vec<u64> {
     }
 }
 
-/// Runs the given heuristics in parallel and keeps the smallest arena (the first on ties).
+/// Runs the first heuristic; unless it meets the bound (no other can do better), runs the
+/// rest in parallel; keeps the smallest arena (the first on ties).
 fn best_heuristic(problem: &Problem, heuristics: &[PlannerChoice], bound: u64) -> Solution {
-    heuristics
-        .par_iter()
-        .map(|&choice| finish(problem, heuristic(problem, choice), choice, bound))
-        .min_by_key(|s| s.arena)
-        .unwrap_or_else(|| finish(problem, Vec::new(), PlannerChoice::Auto, bound))
+    let run = |&choice: &PlannerChoice| finish(problem, heuristic(problem, choice), choice, bound);
+    let Some((first, rest)) = heuristics.split_first() else {
+        return finish(problem, Vec::new(), PlannerChoice::Auto, bound);
+    };
+    let first = run(first);
+    if first.proven_optimal {
+        return first;
+    }
+    let best_rest = rest.par_iter().map(run).min_by_key(|s| s.arena);
+    match best_rest {
+        Some(other) if other.arena < first.arena => other,
+        _ => first,
+    }
 }
 
 fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u64) -> Solution {
