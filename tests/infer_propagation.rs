@@ -297,3 +297,56 @@ fn expand_with_minus_one_keeps_the_symbol() {
     assert_eq!(value(&m, "is_neg"), Some(vec![0, 1, 1]));
     assert_eq!(shape(&m, "y"), "batch×1×64");
 }
+
+/// A scalar float Constant (`value_float`).
+fn a_float(v: f32) -> AttributeProto {
+    AttributeProto {
+        name: Some("value_float".into()),
+        f: Some(v),
+        r#type: Some(1),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn tensorflow_same_padding_arithmetic_folds_through_clip() {
+    // timm's tf_* models compute "same" padding in float: for a 224 input, stride 2, kernel 3,
+    // pad = max((ceil(224 / 2) - 1) * 2 + 3 - 224, 0) = max(222 + 3 - 224, 0) = 1 (worked by
+    // hand from the formula in the exported graph). With a 225 input the same formula gives
+    // (113 - 1) * 2 + 3 - 225 = 2; a negative value clips to 0. Clip's max input is absent.
+    let mut g = G::default().ints("zero_axis", &[1], &[0]);
+    for (name, v) in [
+        ("two", 2.0),
+        ("one", 1.0),
+        ("three", 3.0),
+        ("zero", 0.0),
+        ("minus", -5.0),
+    ] {
+        g = g.node("Constant", &[], &[name], vec![a_float(v)]);
+    }
+    for (tag, size) in [("a", 224.0), ("b", 225.0)] {
+        let n = |s: &str| format!("{tag}_{s}");
+        g = g
+            .node("Constant", &[], &[&n("in")], vec![a_float(size)])
+            .node("Div", &[&n("in"), "two"], &[&n("q")], vec![])
+            .node("Ceil", &[&n("q")], &[&n("c")], vec![])
+            .node("Sub", &[&n("c"), "one"], &[&n("c1")], vec![])
+            .node("Mul", &[&n("c1"), "two"], &[&n("m")], vec![])
+            .node("Add", &[&n("m"), "three"], &[&n("e")], vec![])
+            .node("Sub", &[&n("e"), &n("in")], &[&n("p")], vec![])
+            .node("Clip", &[&n("p"), "zero", ""], &[&n("pc")], vec![])
+            .node("Cast", &[&n("pc")], &[&n("pi")], vec![a_int("to", 7)])
+            .node("Unsqueeze", &[&n("pi"), "zero_axis"], &[&n("pad")], vec![])
+            .node("ConstantOfShape", &[&n("pad")], &[&n("out")], vec![])
+            .output(&n("out"));
+    }
+    let m = infer(
+        &g.node("Clip", &["minus", "zero", ""], &["neg"], vec![])
+            .node("Cast", &["neg"], &["neg_i"], vec![a_int("to", 7)])
+            .model(13),
+    );
+    assert_eq!(value(&m, "a_pi"), Some(vec![1]));
+    assert_eq!(shape(&m, "a_out"), "1");
+    assert_eq!(shape(&m, "b_out"), "2");
+    assert_eq!(value(&m, "neg_i"), Some(vec![0]));
+}

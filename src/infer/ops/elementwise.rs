@@ -22,7 +22,7 @@ pub const RULES: &[Entry] = &[
     ("", "BitwiseNot", unary),
     ("", "Ceil", unary),
     ("", "Celu", unary),
-    ("", "Clip", unary),
+    ("", "Clip", clip),
     ("", "Cos", unary),
     ("", "Cosh", unary),
     ("", "Elu", unary),
@@ -92,6 +92,45 @@ fn unary(ctx: &mut NodeCtx) -> Result<()> {
     {
         ctx.set_constant(0, folded);
     }
+    Ok(())
+}
+
+/// Same type as the input; folds when the input and the bounds present are known (bounds are
+/// inputs 1 and 2 from opset 11, `min`/`max` attributes before).
+fn clip(ctx: &mut NodeCtx) -> Result<()> {
+    same_as_input(ctx, 0, 0)?;
+    let Some(c) = ctx.constant(0) else {
+        return Ok(());
+    };
+    let bound = |ctx: &NodeCtx, slot: usize, attr: &str| -> Option<Option<f64>> {
+        if ctx.opset() < 11 {
+            return Some(ctx.node().attr_float(attr).map(f64::from));
+        }
+        if !ctx.has_input(slot) {
+            return Some(None);
+        }
+        let values = fold::as_float(&ctx.constant(slot)?.data)?;
+        Some(Some(*values.iter().next()?))
+    };
+    let (Some(low), Some(high)) = (bound(ctx, 1, "min"), bound(ctx, 2, "max")) else {
+        return Ok(());
+    };
+    let data = match &c.data {
+        ConstData::Int(a) => ConstData::Int(a.mapv(|v| {
+            let v = low.map_or(v, |l| v.max(l as i64));
+            high.map_or(v, |h| v.min(h as i64))
+        })),
+        ConstData::Float(a) => ConstData::Float(a.mapv(|v| {
+            let v = low.map_or(v, |l| v.max(l));
+            high.map_or(v, |h| v.min(h))
+        })),
+        ConstData::Str(_) => return Ok(()),
+    };
+    let folded = Constant {
+        dtype: c.dtype,
+        data,
+    };
+    ctx.set_constant(0, folded);
     Ok(())
 }
 
