@@ -14,6 +14,7 @@ Then: python scripts/ort_check.py --bin BIN --models /work/zoo --manifest /work/
 Sources (random weights, fixed seeds; nothing is downloaded from any hub):
   * torchvision classification / segmentation / detection / video architectures at full size;
   * transformers encoders and decoders with small random configs (eager attention unless noted);
+  * timm architectures (one per family) at their default input size (needs `pip install timm`);
   * a few hand-written models for LSTM/GRU and If/Loop control flow.
 Exporters: the legacy TorchScript exporter (dynamo=False) at opsets 11..20, the dynamo exporter
 (dynamo=True) for some, one of them with external data. Derived variants: onnxruntime-optimized
@@ -96,6 +97,17 @@ def tv(name, size=224, dyn_batch=False, seg=False, **kw):
         x = torch.randn(1, 3, size, size)
         dyn = {"input": {0: "batch"}, "output": {0: "batch"}} if dyn_batch else None
         return m, (x,), ["input"], ["output"], dyn
+    return build
+
+
+def timm_model(name):
+    """timm architecture with random weights at its default input size."""
+    def build():
+        import timm
+        torch.manual_seed(0)
+        m = timm.create_model(name, pretrained=False).eval()
+        size = m.pretrained_cfg.get("input_size", (3, 224, 224))
+        return m, (torch.randn(1, *size),), ["input"], ["output"], None
     return build
 
 
@@ -313,6 +325,15 @@ spec("llama_dynamo_op20", hf("Llama", 2, vocab_size=1000, hidden_size=128, inter
      20, "dynamo", source="transformers", family="llama")
 spec("vit_hf_op18", hf_vit, 18, source="transformers")
 spec("whisper_encoder_op17", hf_whisper_encoder, 17, source="transformers")
+# timm (one per family: CNNs, mobile nets, vision transformers and hybrids)
+TIMM = ["tf_efficientnet_b0", "mobilenetv3_large_100", "convnext_atto", "resnet18d",
+        "regnetx_002", "mixnet_s", "ghostnet_100", "levit_128s", "deit_tiny_patch16_224",
+        "mobilevit_xxs", "poolformer_s12", "dla34", "rexnet_100", "lcnet_050",
+        "edgenext_xx_small", "tinynet_a", "fastvit_t8", "repvgg_a0", "resnest14d", "nfnet_l0",
+        "crossvit_tiny_240", "pit_ti_224", "cait_xxs24_224", "efficientvit_b0", "mobileone_s0",
+        "hgnetv2_b0", "ese_vovnet19b_dw", "efficientformer_l1", "coat_lite_tiny", "gcvit_xxtiny"]
+for _name in TIMM:
+    spec(f"timm_{_name}_op17", timm_model(_name), 17, source="timm", family=_name)
 # hand-written
 spec("lstm_tagger_op13", rnn_model("lstm"), 13, source="custom")
 spec("gru_tagger_op14", rnn_model("gru"), 14, source="custom")
