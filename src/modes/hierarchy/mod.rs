@@ -7,6 +7,7 @@ mod cost;
 mod level;
 mod place;
 mod search;
+mod seed;
 mod tier;
 
 pub use cost::{cost, fill};

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::cost::cost;
 use super::place::{Choice, Placement, Stuck, place, walk};
+use super::seed::density_seed;
 
 /// Walks over all the steps at most this many times (stopping when a walk finds nothing).
 const PASSES: usize = 4;
@@ -33,14 +34,16 @@ pub struct Outcome {
     pub actions: usize,
 }
 
-/// Runs the initial placement and the improvement search with `segment` steps per segment;
-/// after `time_limit` the search stops and keeps the best state so far.
+/// Runs the initial placement and the improvement search with `segment` steps per segment,
+/// from S1's initial placement and, when it is cheaper, from the density seed (see
+/// [`density_seed`]); keeps the better result. After `time_limit` (shared by the two runs)
+/// the search stops and keeps the best state so far.
 pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Outcome, Stuck> {
     let started = Instant::now();
-    let mut choices = vec![Choice::default(); h.blocks.len()];
+    let choices = vec![Choice::default(); h.blocks.len()];
     let initial = place(h, &choices)?;
     let cost_initial = cost(h, &initial);
-    let mut state = State {
+    let state = State {
         placement: initial.clone(),
         cost: cost_initial,
         actions: 0,
@@ -51,6 +54,44 @@ pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Ou
             born[block.first].push(b);
         }
     }
+    let seed = density_seed(h).filter(|s| s.2 < cost_initial);
+    let first_deadline = started
+        + if seed.is_some() {
+            time_limit / 2
+        } else {
+            time_limit
+        };
+    let mut best = search(h, &born, segment, first_deadline, state, choices);
+    if let Some((seeded, placement, e)) = seed {
+        let state = State {
+            placement,
+            cost: e,
+            actions: seeded.iter().filter(|c| c.tier.is_some()).count(),
+        };
+        let other = search(h, &born, segment, started + time_limit, state, seeded);
+        if other.cost < best.cost {
+            best = other;
+        }
+    }
+    Ok(Outcome {
+        initial,
+        cost_initial,
+        cost_final: best.cost,
+        best: best.placement,
+        actions: best.actions,
+    })
+}
+
+/// S1's segment search from `state` (made by `choices`) until `deadline`; `born[s]` lists the
+/// blocks made at step `s`.
+fn search(
+    h: &Hierarchy,
+    born: &[Vec<usize>],
+    segment: usize,
+    deadline: Instant,
+    mut state: State,
+    mut choices: Vec<Choice>,
+) -> State {
     let segment = segment.max(1);
     for _ in 0..PASSES {
         let before = state.cost;
@@ -60,7 +101,7 @@ pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Ou
                 .iter()
                 .flatten()
                 .all(|&b| state.placement.tier[b] == 0);
-            if rest_fastest || started.elapsed() > time_limit {
+            if rest_fastest || Instant::now() > deadline {
                 break;
             }
             let end = (start + segment).min(born.len());
@@ -77,13 +118,7 @@ pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Ou
             break;
         }
     }
-    Ok(Outcome {
-        initial,
-        cost_initial,
-        cost_final: state.cost,
-        best: state.placement,
-        actions: state.actions,
-    })
+    state
 }
 
 /// A scored placement and the number of actions that led to it.

@@ -144,3 +144,31 @@ fn reuse_and_stuck() {
     };
     assert_eq!(place(&tight, &declined), Err(Stuck { block: 1, step: 1 }));
 }
+
+/// sram 128 B (1 cycle + 64 B/cycle), dram (200 cycles + 8 B/cycle). A (128 B) is made at
+/// step 0 and read at 3; B (128 B) is made at 1 and read four times at 2. S1's rules give A
+/// the sram (it comes first) and B the dram: E = 2 × 3 + 5 × 216 = 1086. Density (cycles
+/// saved per byte-step): A 2 × 213 / (128 × 4) = 0.83, B 5 × 213 / (128 × 2) = 4.16; the
+/// thresholds at or above B's density send A to dram up front, and B then takes the sram:
+/// E = 2 × 216 + 5 × 3 = 447.
+#[test]
+fn density_seed_keeps_the_sram_for_the_busy_block() {
+    let h = Hierarchy {
+        blocks: vec![block(128, 0, 3, &[3]), block(128, 1, 2, &[2, 2, 2, 2])],
+        tiers: vec![
+            tier("sram", 128, 1.0, 64.0),
+            tier("dram", 1 << 20, 200.0, 8.0),
+        ],
+        alignment: 64,
+    };
+    let initial = place(&h, &[Choice::default(); 2]).unwrap();
+    assert_eq!(
+        (initial.tier.clone(), cost(&h, &initial)),
+        (vec![0, 1], 1086.0)
+    );
+    let (choices, seeded, e) = seed::density_seed(&h).unwrap();
+    assert_eq!((seeded.tier, e), (vec![1, 0], 447.0));
+    assert_eq!(choices[0].tier, Some(1));
+    let out = improve(&h, 2, Duration::from_secs(1)).unwrap();
+    assert_eq!((out.cost_initial, out.cost_final), (1086.0, 447.0));
+}
