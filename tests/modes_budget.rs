@@ -134,23 +134,8 @@ fn budgets_below_the_operand_floor_are_refused_and_above_it_beat_the_baseline() 
 #[test]
 fn a_budget_above_the_plan_moves_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("chain.onnx");
-    write_model(&chain_model(), &path);
-    let out = dir.path().join("chain.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        path.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--budget",
-        "1MiB",
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table = read_table(&dir.path().join("chain.memplan.json"));
+    let (path, table) = plan_written(dir.path(), "chain", &chain_model(), &["--budget", "1MiB"]);
+    let table = read_table(&table);
     let o = table.offload.unwrap();
     assert_eq!(
         (o.migrated_bytes, o.transfers.len(), o.method.as_str()),

@@ -50,23 +50,8 @@ fn s2_model() -> onnx_memplan::onnx::proto::ModelProto {
 #[test]
 fn s2_example_in_one_tier_gives_s2_offsets() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s2.onnx");
-    write_model(&s2_model(), &path);
-    let out = dir.path().join("s2.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        path.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--tier",
-        "main:1MiB",
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table = read_table(&dir.path().join("s2.memplan.json"));
+    let (_, table) = plan_written(dir.path(), "s2", &s2_model(), &["--tier", "main:1MiB"]);
+    let table = read_table(&table);
     let offsets: Vec<(String, usize, usize, Option<u64>)> = table
         .tensors
         .iter()

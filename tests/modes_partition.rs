@@ -212,25 +212,10 @@ fn subgraphs_are_planned_level_by_level() {
         ..Default::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("if.onnx");
-    write_model(&m, &path);
     let partition = dir.path().join("units.json");
     std::fs::write(&partition, r#"{"units":[{"name":"cpu","alignment":64}]}"#).unwrap();
-    let out = dir.path().join("if.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        path.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--partition",
-        partition.to_str().unwrap(),
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table_path = dir.path().join("if.memplan.json");
+    let args = ["--partition", partition.to_str().unwrap()];
+    let (path, table_path) = plan_written(dir.path(), "if", &m, &args);
     let table = read_table(&table_path);
     let p = table.partition.as_ref().unwrap();
     assert!(p.unplanned.is_empty(), "{:?}", p.unplanned);
@@ -308,25 +293,10 @@ fn local_function_calls_are_planned_level_by_level() {
         ..Default::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("calls.onnx");
-    write_model(&m, &path);
     let partition = dir.path().join("units.json");
     std::fs::write(&partition, r#"{"units":[{"name":"cpu","alignment":64}]}"#).unwrap();
-    let out = dir.path().join("calls.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        path.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--partition",
-        partition.to_str().unwrap(),
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table_path = dir.path().join("calls.memplan.json");
+    let args = ["--partition", partition.to_str().unwrap()];
+    let (path, table_path) = plan_written(dir.path(), "calls", &m, &args);
     let table = read_table(&table_path);
     let p = table.partition.as_ref().unwrap();
     assert!(p.unplanned.is_empty(), "{:?}", p.unplanned);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{float_info, int_init, model, node, read_table, run_cli, write_model};
+use common::{float_info, int_init, model, node, plan_written, read_table, run_cli};
 use onnx_memplan::onnx::proto::{GraphProto, ValueInfoProto};
 
 /// x [1,8,16] f32 → Relu a; a is read by
@@ -73,24 +73,8 @@ fn views_model() -> GraphProto {
 #[test]
 fn contiguous_slices_and_gathers_alias_their_input() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("views.onnx");
-    write_model(&model(views_model()), &path);
-    let out = dir.path().join("views.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        path.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--alignment",
-        "64",
-    ]);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table_path = dir.path().join("views.memplan.json");
+    let views = model(views_model());
+    let (path, table_path) = plan_written(dir.path(), "views", &views, &["--alignment", "64"]);
     let table = read_table(&table_path);
     let entry = |name: &str| table.tensors.iter().find(|t| t.name == name).unwrap();
     let a = entry("a").offset.unwrap();

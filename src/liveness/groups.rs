@@ -267,15 +267,17 @@ impl Grouping<'_> {
         }
     }
 
-    fn try_alias(&mut self, node_id: NodeId) {
+    /// Input 0 and output 0 of a node as tensors, with input 0's buffer, when both are in
+    /// the arena.
+    fn first_input_and_output(&self, node_id: NodeId) -> Option<(usize, usize, usize)> {
         let node = &self.graph.nodes[node_id];
-        let (Some(input), Some(out)) = (
-            self.tensor(node.inputs.first().copied().flatten()),
-            self.tensor(node.outputs.first().copied().flatten()),
-        ) else {
-            return;
-        };
-        let Some(b) = self.buffer_of[input] else {
+        let input = self.tensor(node.inputs.first().copied().flatten())?;
+        let out = self.tensor(node.outputs.first().copied().flatten())?;
+        Some((input, out, self.buffer_of[input]?))
+    }
+
+    fn try_alias(&mut self, node_id: NodeId) {
+        let Some((input, out, b)) = self.first_input_and_output(node_id) else {
             return;
         };
         if self.single(out).is_none() || self.tensors[input].bytes != self.tensors[out].bytes {
@@ -353,17 +355,10 @@ impl Grouping<'_> {
     }
 
     fn try_view(&mut self, node_id: NodeId) {
-        let node = &self.graph.nodes[node_id];
-        let (Some(input), Some(out)) = (
-            self.tensor(node.inputs.first().copied().flatten()),
-            self.tensor(node.outputs.first().copied().flatten()),
-        ) else {
+        let Some((input, out, b)) = self.first_input_and_output(node_id) else {
             return;
         };
-        let Some(b) = self.buffer_of[input] else {
-            return;
-        };
-        let Some(offset) = view_offset(self.graph, node) else {
+        let Some(offset) = view_offset(self.graph, &self.graph.nodes[node_id]) else {
             return;
         };
         if self.single(out).is_some()

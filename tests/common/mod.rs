@@ -127,6 +127,28 @@ pub fn chain_model() -> ModelProto {
     })
 }
 
+/// Writes `model` as `<dir>/<stem>.onnx` and plans it (`-o <stem>.memplan.onnx` plus `extra`);
+/// asserts the run succeeds and returns the model's path and the table's.
+pub fn plan_written(
+    dir: &Path,
+    stem: &str,
+    model: &ModelProto,
+    extra: &[&str],
+) -> (PathBuf, PathBuf) {
+    let path = dir.join(format!("{stem}.onnx"));
+    write_model(model, &path);
+    let out = dir.join(format!("{stem}.memplan.onnx"));
+    let mut args = vec!["plan", path.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend(extra);
+    let run = run_cli(&args);
+    assert!(
+        run.status.success(),
+        "{stem}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    (path, dir.join(format!("{stem}.memplan.json")))
+}
+
 /// Reads an allocation table written by `plan`.
 pub fn read_table(path: &Path) -> onnx_memplan::emit::Table {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
