@@ -67,8 +67,10 @@ def budget(binary, zoo, entries):
             t, err = plan(binary, zoo, e, ['--budget', str(int(lb * frac))])
             if t is not None:
                 o = t.get('offload') or {}
-                scalars = {k: v for k, v in o.items() if not isinstance(v, (list, dict))}
-                out.append(f"{frac}: ok {str(scalars)[:200]}")
+                moved = sum(1 for x in o.get('transfers', []) if x.get('in_offset') is not None)
+                out.append(f"{frac}: ok migrated {o.get('migrated_bytes')} baseline "
+                           f"{o.get('baseline_migrated_bytes')} ({o.get('method')}, "
+                           f"{len(o.get('transfers', []))} transfers)")
                 continue
             floor = re.search(r'no budget below (\d+)', err)
             out.append(f"{frac}: no (min {int(floor.group(1)) / lb:.2f} LB)" if floor
