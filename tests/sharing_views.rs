@@ -4,6 +4,7 @@
 mod common;
 
 use common::{float_info, int_init, model, node, plan_written, read_table, run_cli};
+use onnx_memplan::emit::{OffloadInfo, Transfer};
 use onnx_memplan::onnx::proto::{GraphProto, ValueInfoProto};
 
 /// x [1,8,16] f32 → Relu a; a is read by
@@ -107,6 +108,58 @@ fn contiguous_slices_and_gathers_alias_their_input() {
     let report = String::from_utf8_lossy(&check.stdout);
     assert!(
         report.contains("the slice starts at byte 128, not 192"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_transfer_must_move_the_views_with_their_input() {
+    // The view `s` (made at step 1, read at step 6) is `a`'s bytes: sending `s` to host
+    // memory between steps 1 and 6 while `a` (read at steps 2-5) stays would move bytes
+    // that `a` still reads.
+    let dir = tempfile::tempdir().unwrap();
+    let views = model(views_model());
+    let (path, table_path) = plan_written(dir.path(), "views", &views, &[]);
+    let mut table = read_table(&table_path);
+    let entry = |name: &str| {
+        table
+            .tensors
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .clone()
+    };
+    let (a, s) = (entry("a"), entry("s"));
+    assert_eq!(s.alias_of.as_deref(), Some("a"));
+    assert_eq!((s.first, s.last, a.first, a.last), (1, 6, 0, 5));
+    table.offload = Some(OffloadInfo {
+        budget: 1 << 20,
+        method: "spill".into(),
+        migrated_bytes: 0,
+        segments_migrated_bytes: None,
+        spill_migrated_bytes: None,
+        baseline: "farthest next use".into(),
+        baseline_migrated_bytes: None,
+        transfers: vec![Transfer {
+            tensor: "s".into(),
+            aliases: Vec::new(),
+            out_after: s.first,
+            in_before: s.last,
+            in_offset: None,
+            bytes: s.bytes.unwrap(),
+            copy_out: true,
+        }],
+    });
+    std::fs::write(&table_path, serde_json::to_string(&table).unwrap()).unwrap();
+    let check = run_cli(&[
+        "verify",
+        path.to_str().unwrap(),
+        table_path.to_str().unwrap(),
+    ]);
+    assert_eq!(check.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        report.contains("tensor 'a' holds the bytes of 's' but is not moved with it"),
         "{report}"
     );
 }

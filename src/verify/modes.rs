@@ -30,9 +30,9 @@ fn away_ranges(table: &Table, index: &HashMap<&str, usize>) -> Vec<Vec<(usize, u
     away
 }
 
-/// Every tensor holding the same bytes as a transfer's tensor (its alias class) and live on
-/// both sides of the gap must be named by the transfer: the bytes leave and come back
-/// together.
+/// Every tensor holding the same bytes as a transfer's tensor (its alias class) and live at
+/// some step of the gap must be named by the transfer: the bytes leave and come back together
+/// (a named tensor must then span the whole gap and not be used inside it).
 pub fn check_moves_together(
     table: &Table,
     index: &HashMap<&str, usize>,
@@ -44,9 +44,9 @@ pub fn check_moves_together(
             continue;
         };
         for (i, e) in table.tensors.iter().enumerate() {
-            let spans = e.first <= t.out_after && e.last >= t.in_before;
+            let in_gap = e.first < t.in_before && e.last > t.out_after;
             if classes[i] == classes[main]
-                && spans
+                && in_gap
                 && e.name != t.tensor
                 && !t.aliases.contains(&e.name)
             {
