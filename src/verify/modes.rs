@@ -328,7 +328,7 @@ fn check_transfers(
         ));
     }
     let alignment = table.options.alignment.max(1);
-    let mut resident: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); table.schedule.len()];
+    let mut resident: Vec<Vec<(usize, u64, u64)>> = vec![Vec::new(); table.schedule.len().max(1)];
     for (e, runs) in table.tensors.iter().zip(runs) {
         let Some(arena) = e.arena else {
             continue;
