@@ -168,6 +168,21 @@ def hf(kind, n_inputs=2, vocab=1000, extra=None, attn="eager", **cfg):
     return build
 
 
+def hf_tensor(kind, shape, input_name="pixel_values", **cfg):
+    """transformers vision/audio model with a small random config; one float input of `shape`
+    with a dynamic batch."""
+    def build():
+        import transformers
+        torch.manual_seed(0)
+        c = getattr(transformers, kind + "Config")(**cfg)
+        c._attn_implementation = "eager"
+        m = getattr(transformers, kind + "Model")(c).eval()
+        dyn = {input_name: {0: "batch"}, "last_hidden_state": {0: "batch"}}
+        return (FirstOut(m, kw=[input_name]), (torch.randn(*shape),), [input_name],
+                ["last_hidden_state"], dyn)
+    return build
+
+
 def hf_vit():
     import transformers
     torch.manual_seed(0)
@@ -324,6 +339,48 @@ spec("llama_dynamo_op20", hf("Llama", 2, vocab_size=1000, hidden_size=128, inter
                               max_position_embeddings=128, extra={"use_cache": False}),
      20, "dynamo", source="transformers", family="llama")
 spec("vit_hf_op18", hf_vit, 18, source="transformers")
+SMALL = dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+             intermediate_size=128)
+DECODER = dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=128)
+NO_CACHE = {"use_cache": False}
+for _kind, _cfg, _extra in [
+        ("Albert", dict(SMALL, embedding_size=32), None),
+        ("Electra", dict(SMALL, embedding_size=32), None),
+        ("DebertaV2", SMALL, None),
+        ("MobileBert", dict(SMALL, intermediate_size=64, embedding_size=32,
+                            intra_bottleneck_size=32, true_hidden_size=32), None),
+        ("XLMRoberta", SMALL, None),
+        ("MPNet", SMALL, None),
+        ("GPTNeoX", DECODER, NO_CACHE),
+        ("Qwen2", dict(DECODER, num_key_value_heads=2), NO_CACHE),
+        ("Mistral", dict(DECODER, num_key_value_heads=2), NO_CACHE),
+        ("OPT", dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     ffn_dim=128, word_embed_proj_dim=64), NO_CACHE),
+        ("Bart", dict(vocab_size=1000, d_model=64, encoder_layers=1, decoder_layers=1,
+                      encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                      decoder_ffn_dim=128), NO_CACHE)]:
+    spec(f"{_kind.lower()}_op17", hf(_kind, 2, extra=_extra, **_cfg), 17, source="transformers")
+IMAGE = (1, 3, 64, 64)
+for _kind, _cfg in [
+        ("ConvNext", dict(hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1])),
+        ("Swin", dict(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
+                      window_size=4)),
+        ("Segformer", dict(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+                           hidden_sizes=[16, 32], num_attention_heads=[1, 2])),
+        ("Dinov2", dict(image_size=64, patch_size=8, hidden_size=64, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=128)),
+        ("ResNet", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1])),
+        ("MobileViT", dict(image_size=64, hidden_sizes=[32, 48, 64],
+                           neck_hidden_sizes=[8, 16, 24, 32, 48, 64, 128])),
+        ("CLIPVision", dict(image_size=64, patch_size=8, hidden_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, intermediate_size=128))]:
+    spec(f"{_kind.lower()}_hf_op17", hf_tensor(_kind, IMAGE, **_cfg), 17, source="transformers")
+spec("wav2vec2_op17", hf_tensor("Wav2Vec2", (1, 1600), "input_values", vocab_size=32,
+                                hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                intermediate_size=128, conv_dim=(32, 32), conv_stride=(5, 2),
+                                conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                                num_conv_pos_embedding_groups=4), 17, source="transformers")
 spec("whisper_encoder_op17", hf_whisper_encoder, 17, source="transformers")
 # timm (one per family: CNNs, mobile nets, vision transformers and hybrids)
 TIMM = ["tf_efficientnet_b0", "mobilenetv3_large_100", "convnext_atto", "resnet18d",
@@ -343,7 +400,8 @@ spec("data_dependent_op13", data_dependent, 13, source="custom")
 # derived variants: base name -> list of variant kinds
 ORT_VARIANTS = ["resnet18_op17", "mobilenet_v3_large_op18", "efficientnet_b0_op17", "bert_op17",
                 "gpt2_op14", "distilbert_op14", "vit_hf_op18", "convnext_tiny_op17",
-                "t5_encoder_op17"]
+                "t5_encoder_op17", "qwen2_op17", "debertav2_op17", "swin_hf_op17",
+                "segformer_hf_op17", "wav2vec2_op17"]
 SIM_VARIANTS = ["resnet18_op13", "mobilenet_v3_small_op13", "bert_op14", "gpt2_op14",
                 "swin_t_op17", "t5_encoder_op17", "llama_op17"]
 
