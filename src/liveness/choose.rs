@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use anyhow::Result;
 
-use super::groups::{Liveness, LivenessOptions, Sharing, analyse_with};
-use super::rules::{ReuseRule, node_rule};
+use super::groups::{Analyser, Liveness, LivenessOptions, Sharing};
+use super::rules::ReuseRule;
 use crate::ir::{Graph, NodeId};
 
 /// Work budget: analyses × tensors stays under this, so huge graphs try fewer sites.
@@ -23,7 +23,8 @@ pub fn analyse_best(
     options: LivenessOptions,
     bound: &dyn Fn(&Liveness) -> u64,
 ) -> Result<Liveness> {
-    let all = analyse_with(graph, order.to_vec(), options, &|_| true)?;
+    let analyser = Analyser::new(graph, order.to_vec(), options)?;
+    let all = analyser.run(&|_| true);
     let all_bound = bound(&all);
     let mut tensor_of = vec![None; graph.values.len()];
     for (i, t) in all.tensors.iter().enumerate() {
@@ -57,7 +58,7 @@ pub fn analyse_best(
                 .max()
                 .unwrap_or(0);
             matches!(
-                node_rule(graph, node),
+                analyser.rule(n),
                 ReuseRule::ConcatSlices | ReuseRule::SplitSlices | ReuseRule::SliceView
             ) && formed
                 && largest * 100 >= all_bound
@@ -66,12 +67,12 @@ pub fn analyse_best(
     if sites.is_empty() {
         return Ok(all);
     }
-    let run = |enabled: &HashSet<NodeId>| -> Result<(Liveness, u64)> {
-        let l = analyse_with(graph, order.to_vec(), options, &|n| enabled.contains(&n))?;
+    let run = |enabled: &HashSet<NodeId>| -> (Liveness, u64) {
+        let l = analyser.run(&|n| enabled.contains(&n));
         let b = bound(&l);
-        Ok((l, b))
+        (l, b)
     };
-    let (none, none_bound) = run(&HashSet::new())?;
+    let (none, none_bound) = run(&HashSet::new());
     let (mut enabled, mut best, mut best_bound): (HashSet<NodeId>, Liveness, u64) =
         if none_bound < all_bound {
             (HashSet::new(), none, none_bound)
@@ -84,7 +85,7 @@ pub fn analyse_best(
         if !flipped.remove(&site) {
             flipped.insert(site);
         }
-        let (l, b) = run(&flipped)?;
+        let (l, b) = run(&flipped);
         if b < best_bound {
             (enabled, best, best_bound) = (flipped, l, b);
         }
@@ -94,6 +95,7 @@ pub fn analyse_best(
 
 #[cfg(test)]
 mod tests {
+    use super::super::groups::analyse_with;
     use super::*;
     use crate::ir::{DType, ValueType, known_shape};
     use crate::onnx::proto::{GraphProto, NodeProto, ValueInfoProto};

@@ -93,90 +93,130 @@ pub fn analyse(graph: &Graph, order: Vec<NodeId>, options: LivenessOptions) -> R
     analyse_with(graph, order, options, &|_| true)
 }
 
-/// Like [`analyse`], but Concat/Split slice aliases are formed only at nodes `slices` accepts.
+/// Like [`analyse`], but slice aliases (Concat/Split/Slice/Gather) are formed only at nodes
+/// `slices` accepts.
 pub fn analyse_with(
     graph: &Graph,
     order: Vec<NodeId>,
     options: LivenessOptions,
     slices: &dyn Fn(NodeId) -> bool,
 ) -> Result<Liveness> {
-    let tensors = lifetimes(graph, &order)?;
-    let mut tensor_of: Vec<Option<usize>> = vec![None; graph.values.len()];
-    for (i, t) in tensors.iter().enumerate() {
-        tensor_of[t.value] = Some(i);
+    Ok(Analyser::new(graph, order, options)?.run(slices))
+}
+
+/// What every grouping of one order shares: lifetimes, tensor lookup and node rules, so that
+/// trying many sets of slice-alias sites (see `choose`) computes them once.
+pub struct Analyser<'g> {
+    graph: &'g Graph,
+    order: Vec<NodeId>,
+    options: LivenessOptions,
+    tensors: Vec<TensorLife>,
+    tensor_of: Vec<Option<usize>>,
+    rules: Vec<ReuseRule>,
+}
+
+impl<'g> Analyser<'g> {
+    /// Computes the lifetimes under `order` and each node's sharing rule.
+    pub fn new(graph: &'g Graph, order: Vec<NodeId>, options: LivenessOptions) -> Result<Self> {
+        let tensors = lifetimes(graph, &order)?;
+        let mut tensor_of: Vec<Option<usize>> = vec![None; graph.values.len()];
+        for (i, t) in tensors.iter().enumerate() {
+            tensor_of[t.value] = Some(i);
+        }
+        let rules = graph.nodes.iter().map(|n| node_rule(graph, n)).collect();
+        Ok(Analyser {
+            graph,
+            order,
+            options,
+            tensors,
+            tensor_of,
+            rules,
+        })
     }
-    let in_arena = |t: &TensorLife| {
-        t.bytes.is_some()
-            && match t.kind {
-                TensorKind::Constant => false,
-                TensorKind::Input | TensorKind::Output => options.include_io,
-                TensorKind::Intermediate => true,
+
+    /// Groups the tensors into buffers, forming slice aliases only at nodes `slices` accepts.
+    pub fn run(&self, slices: &dyn Fn(NodeId) -> bool) -> Liveness {
+        let (graph, options) = (self.graph, self.options);
+        let tensors = &self.tensors;
+        let in_arena = |t: &TensorLife| {
+            t.bytes.is_some()
+                && match t.kind {
+                    TensorKind::Constant => false,
+                    TensorKind::Input | TensorKind::Output => options.include_io,
+                    TensorKind::Intermediate => true,
+                }
+        };
+        let mut buffer_of = vec![None; tensors.len()];
+        let mut buffers = Vec::new();
+        for (i, t) in tensors.iter().enumerate() {
+            if in_arena(t) {
+                buffer_of[i] = Some(buffers.len());
+                buffers.push(Buffer {
+                    bytes: t.bytes.unwrap_or(0),
+                    first: t.first,
+                    last: t.last,
+                    members: vec![(i, 0)],
+                });
             }
-    };
-    let mut buffer_of = vec![None; tensors.len()];
-    let mut buffers = Vec::new();
-    for (i, t) in tensors.iter().enumerate() {
-        if in_arena(t) {
-            buffer_of[i] = Some(buffers.len());
-            buffers.push(Buffer {
-                bytes: t.bytes.unwrap_or(0),
-                first: t.first,
-                last: t.last,
-                members: vec![(i, 0)],
-            });
+        }
+        let mut grouping = Grouping {
+            graph,
+            tensors,
+            tensor_of: &self.tensor_of,
+            buffer_of,
+            buffers,
+            sharing: vec![None; tensors.len()],
+            alignment: options.alignment.max(1),
+        };
+        for (step, &node_id) in self.order.iter().enumerate() {
+            match self.rules[node_id] {
+                ReuseRule::InPlace(candidates) if options.inplace => {
+                    grouping.try_inplace(node_id, step, candidates)
+                }
+                ReuseRule::Alias if options.alias => grouping.try_alias(node_id),
+                ReuseRule::ConcatSlices if options.alias && slices(node_id) => {
+                    grouping.try_concat(node_id)
+                }
+                ReuseRule::SplitSlices if options.alias && slices(node_id) => {
+                    grouping.try_split(node_id)
+                }
+                ReuseRule::SliceView if options.alias && slices(node_id) => {
+                    grouping.try_view(node_id)
+                }
+                _ => {}
+            }
+        }
+        let Grouping {
+            mut buffer_of,
+            buffers,
+            sharing,
+            ..
+        } = grouping;
+        // Drop emptied groups and renumber.
+        let mut renumber = vec![None; buffers.len()];
+        let mut kept = Vec::new();
+        for (i, b) in buffers.into_iter().enumerate() {
+            if !b.members.is_empty() {
+                renumber[i] = Some(kept.len());
+                kept.push(b);
+            }
+        }
+        for b in buffer_of.iter_mut() {
+            *b = b.and_then(|old| renumber[old]);
+        }
+        Liveness {
+            order: self.order.clone(),
+            tensors: self.tensors.clone(),
+            sharing,
+            buffer_of,
+            buffers: kept,
         }
     }
-    let mut grouping = Grouping {
-        graph,
-        tensors: &tensors,
-        tensor_of: &tensor_of,
-        buffer_of,
-        buffers,
-        sharing: vec![None; tensors.len()],
-        alignment: options.alignment.max(1),
-    };
-    for (step, &node_id) in order.iter().enumerate() {
-        let node = &graph.nodes[node_id];
-        match node_rule(graph, node) {
-            ReuseRule::InPlace(candidates) if options.inplace => {
-                grouping.try_inplace(node_id, step, candidates)
-            }
-            ReuseRule::Alias if options.alias => grouping.try_alias(node_id),
-            ReuseRule::ConcatSlices if options.alias && slices(node_id) => {
-                grouping.try_concat(node_id)
-            }
-            ReuseRule::SplitSlices if options.alias && slices(node_id) => {
-                grouping.try_split(node_id)
-            }
-            ReuseRule::SliceView if options.alias && slices(node_id) => grouping.try_view(node_id),
-            _ => {}
-        }
+
+    /// The sharing rule of a node.
+    pub fn rule(&self, node: NodeId) -> ReuseRule {
+        self.rules[node]
     }
-    let Grouping {
-        mut buffer_of,
-        buffers,
-        sharing,
-        ..
-    } = grouping;
-    // Drop emptied groups and renumber.
-    let mut renumber = vec![None; buffers.len()];
-    let mut kept = Vec::new();
-    for (i, b) in buffers.into_iter().enumerate() {
-        if !b.members.is_empty() {
-            renumber[i] = Some(kept.len());
-            kept.push(b);
-        }
-    }
-    for b in buffer_of.iter_mut() {
-        *b = b.and_then(|old| renumber[old]);
-    }
-    Ok(Liveness {
-        order,
-        tensors,
-        sharing,
-        buffer_of,
-        buffers: kept,
-    })
 }
 
 /// Mutable state of the grouping walk.
