@@ -110,21 +110,14 @@ fn budgets_below_the_operand_floor_are_refused_and_above_it_beat_the_baseline() 
                 tampered.offload.as_mut().unwrap().transfers.clear();
                 let path = dir.path().join(format!("{stem}.tampered.json"));
                 std::fs::write(&path, serde_json::to_string(&tampered).unwrap()).unwrap();
-                let verify = run_cli(&["verify", model.to_str().unwrap(), path.to_str().unwrap()]);
-                assert_eq!(verify.status.code(), Some(1), "{name}");
+                assert_verify_refuses(&model, &path, "");
             }
             // Bringing a buffer back onto the bytes of a tensor resident then is refused.
             if let Some(tampered) = collide_on_return(&table) {
                 collisions += 1;
                 let path = dir.path().join(format!("{stem}.collide.json"));
                 std::fs::write(&path, serde_json::to_string(&tampered).unwrap()).unwrap();
-                let verify = run_cli(&["verify", model.to_str().unwrap(), path.to_str().unwrap()]);
-                assert_eq!(verify.status.code(), Some(1), "{name}");
-                assert!(
-                    String::from_utf8_lossy(&verify.stdout).contains("share bytes"),
-                    "{name}: {}",
-                    String::from_utf8_lossy(&verify.stdout)
-                );
+                assert_verify_refuses(&model, &path, "share bytes");
             }
         }
     }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{float_info, int_init, model, node, plan_written, read_table, run_cli};
+use common::{assert_verify_refuses, float_info, int_init, model, node, plan_written, read_table};
 use onnx_memplan::emit::{OffloadInfo, Transfer};
 use onnx_memplan::onnx::proto::{GraphProto, ValueInfoProto};
 
@@ -99,17 +99,7 @@ fn contiguous_slices_and_gathers_alias_their_input() {
         }
     }
     std::fs::write(&table_path, serde_json::to_string(&json).unwrap()).unwrap();
-    let check = run_cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        table_path.to_str().unwrap(),
-    ]);
-    assert_eq!(check.status.code(), Some(1));
-    let report = String::from_utf8_lossy(&check.stdout);
-    assert!(
-        report.contains("the slice starts at byte 128, not 192"),
-        "{report}"
-    );
+    assert_verify_refuses(&path, &table_path, "the slice starts at byte 128, not 192");
 }
 
 #[test]
@@ -151,15 +141,9 @@ fn a_transfer_must_move_the_views_with_their_input() {
         }],
     });
     std::fs::write(&table_path, serde_json::to_string(&table).unwrap()).unwrap();
-    let check = run_cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        table_path.to_str().unwrap(),
-    ]);
-    assert_eq!(check.status.code(), Some(1));
-    let report = String::from_utf8_lossy(&check.stdout);
-    assert!(
-        report.contains("tensor 'a' holds the bytes of 's' but is not moved with it"),
-        "{report}"
+    assert_verify_refuses(
+        &path,
+        &table_path,
+        "tensor 'a' holds the bytes of 's' but is not moved with it",
     );
 }

@@ -73,34 +73,31 @@ pub fn model(graph: GraphProto) -> ModelProto {
 
 /// A float initializer with raw data.
 pub fn float_init(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(1),
-        raw_data: Some(
-            values
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>()
-                .into(),
-        ),
-        ..Default::default()
-    }
+    raw_init(
+        name,
+        dims,
+        1,
+        values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
 }
 
 /// An int64 initializer with raw data (shape `[len]`, or a scalar when `dims` is empty).
 pub fn int_init(name: &str, dims: &[i64], values: &[i64]) -> TensorProto {
+    raw_init(
+        name,
+        dims,
+        7,
+        values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
+}
+
+/// An initializer of ONNX element type `data_type` holding `raw` little-endian bytes.
+fn raw_init(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto {
     TensorProto {
         name: Some(name.into()),
         dims: dims.to_vec(),
-        data_type: Some(7),
-        raw_data: Some(
-            values
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>()
-                .into(),
-        ),
+        data_type: Some(data_type),
+        raw_data: Some(raw.into()),
         ..Default::default()
     }
 }
@@ -147,6 +144,15 @@ pub fn plan_written(
         String::from_utf8_lossy(&run.stderr)
     );
     (path, dir.join(format!("{stem}.memplan.json")))
+}
+
+/// Runs `verify` on a model and a table; asserts it refuses the table (exit 1) with a report
+/// containing `needle`.
+pub fn assert_verify_refuses(model: &Path, table: &Path, needle: &str) {
+    let check = run_cli(&["verify", model.to_str().unwrap(), table.to_str().unwrap()]);
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{report}");
+    assert!(report.contains(needle), "{report}");
 }
 
 /// Reads an allocation table written by `plan`.
