@@ -217,7 +217,11 @@ fn plan_bytes(
             plan_ms,
             total_ms: 0.0,
         },
-        tensors: emit::tensor_entries(graph, &liveness, &solution.offsets),
+        tensors: emit::tensor_entries(
+            graph,
+            &liveness,
+            &emit::member_offsets(&liveness, &solution.offsets),
+        ),
         options: table_options,
         hierarchy: None,
         offload: None,

@@ -4,12 +4,24 @@ use super::table::{Arena, TableOptions, TensorEntry};
 use crate::ir::{Graph, concrete};
 use crate::liveness::{Liveness, Sharing};
 
-/// One entry per tensor of the analysis, with absolute offsets from `buffer_offsets`
-/// (one offset per buffer, in arena 0).
+/// Each tensor's absolute offset when its buffer (of the analysis) starts at
+/// `buffer_offsets[buffer]`; `None` for tensors outside the arena.
+pub fn member_offsets(liveness: &Liveness, buffer_offsets: &[u64]) -> Vec<Option<u64>> {
+    let mut offsets = vec![None; liveness.tensors.len()];
+    for (b, buffer) in liveness.buffers.iter().enumerate() {
+        for &(t, inner) in &buffer.members {
+            offsets[t] = Some(buffer_offsets[b] + inner);
+        }
+    }
+    offsets
+}
+
+/// One entry per tensor of the analysis, at the absolute `offsets` (per tensor, in arena 0;
+/// `None` outside the arena).
 pub fn tensor_entries(
     graph: &Graph,
     liveness: &Liveness,
-    buffer_offsets: &[u64],
+    offsets: &[Option<u64>],
 ) -> Vec<TensorEntry> {
     let name_of = |t: usize| graph.values[liveness.tensors[t].value].name.clone();
     liveness
@@ -19,9 +31,7 @@ pub fn tensor_entries(
         .map(|(i, t)| {
             let value = &graph.values[t.value];
             let tensor = value.tensor_type();
-            let offset = liveness.buffer_of[i].map(|b| {
-                buffer_offsets[b] + liveness.offset_in_buffer(i).expect("member of its buffer")
-            });
+            let offset = offsets[i];
             let (inplace_of, alias_of, alias_offset) = match liveness.sharing[i] {
                 Some(Sharing::InPlace { of }) => (Some(name_of(of)), None, None),
                 Some(Sharing::Alias { of, offset }) => (None, Some(name_of(of)), offset),

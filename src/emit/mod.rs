@@ -7,7 +7,7 @@ pub mod svg;
 pub mod table;
 
 pub use annotate::{annotate, with_inferred_types};
-pub use build::{main_arena, naive_bytes, tensor_entries};
+pub use build::{main_arena, member_offsets, naive_bytes, tensor_entries};
 pub use html::render_html;
 pub use svg::{ColourBy, render_svg};
 pub use table::{

@@ -1,7 +1,7 @@
-//! Choosing which Concat/Split/Slice nodes form slice aliases. In-place and full aliases never raise
-//! the peak of live bytes, but a slice alias can: it keeps the whole Concat output alive from
-//! its earliest input on (DenseNet's growing concatenations), or a whole Split (or Slice) input alive
-//! until its last part dies. So each slice site is kept only where it does not raise the bound.
+//! Choosing which Concat/Split/Slice nodes form slice aliases. In-place and full aliases never
+//! raise the peak of live bytes, but a slice alias can: it keeps the whole Concat output alive
+//! from its earliest input on (DenseNet's growing concatenations), or a whole Split (or Slice)
+//! input alive until its last part dies. So each slice site is kept only where it does not raise the bound.
 
 use std::collections::HashSet;
 
@@ -26,10 +26,6 @@ pub fn analyse_best(
     let analyser = Analyser::new(graph, order.to_vec(), options)?;
     let all = analyser.run(&|_| true);
     let all_bound = bound(&all);
-    let mut tensor_of = vec![None; graph.values.len()];
-    for (i, t) in all.tensors.iter().enumerate() {
-        tensor_of[t.value] = Some(i);
-    }
     // Sites where a slice alias formed and the bytes involved (the largest tensor at the node:
     // the Concat output, the Split or Slice input) could move the bound by 1% or more.
     let sites: Vec<NodeId> = order
@@ -42,7 +38,7 @@ pub fn analyse_best(
                     .iter()
                     .chain(&node.outputs)
                     .flatten()
-                    .filter_map(|&v| tensor_of[v])
+                    .filter_map(|&v| analyser.tensor(v))
             };
             let formed = tensors().any(|t| {
                 matches!(

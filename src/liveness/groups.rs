@@ -217,6 +217,11 @@ impl<'g> Analyser<'g> {
     pub fn rule(&self, node: NodeId) -> ReuseRule {
         self.rules[node]
     }
+
+    /// The tensor (index into [`Liveness::tensors`]) of a value, if it has one.
+    pub fn tensor(&self, value: ValueId) -> Option<usize> {
+        self.tensor_of[value]
+    }
 }
 
 /// Mutable state of the grouping walk.

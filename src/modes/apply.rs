@@ -108,12 +108,7 @@ pub fn finish(
                 budget,
                 &modes.offload,
             )?;
-            table.tensors = tensor_entries(graph, liveness, &plan.offsets);
-            for (entry, offset) in table.tensors.iter_mut().zip(&plan.tensor_offsets) {
-                if entry.offset.is_some() {
-                    entry.offset = *offset;
-                }
-            }
+            table.tensors = tensor_entries(graph, liveness, &plan.tensor_offsets);
             table.arenas = main_arena(plan.arena);
             table.stats.planner = format!("offload-{}", plan.info.method);
             table.stats.proven_optimal = false;

@@ -13,8 +13,6 @@ use crate::liveness::{Liveness, TensorKind};
 
 /// The budget plan of a model.
 pub struct BudgetPlan {
-    /// Offset of each buffer of the analysis where its first stay begins.
-    pub offsets: Vec<u64>,
     /// Offset of each tensor of the analysis when it is made (a buffer that came back from
     /// host memory at another offset holds the tensors made after that there).
     pub tensor_offsets: Vec<Option<u64>>,
@@ -135,7 +133,6 @@ fn plan_one(
     };
     let outcome = offload::solve(&problem, options)?;
     let stays = &outcome.plan.residency.stays;
-    let mut offsets = vec![0; liveness.buffers.len()];
     let mut tensor_offsets = vec![None; liveness.tensors.len()];
     let mut transfers = Vec::new();
     for (b, o) in object_of.iter().enumerate() {
@@ -145,7 +142,6 @@ fn plan_one(
             }
             continue;
         };
-        offsets[b] = stays[o].first().map_or(0, |s| s.offset);
         for &(t, inner) in &liveness.buffers[b].members {
             let born = liveness.tensors[t].first;
             let stay = stays[o]
@@ -189,7 +185,6 @@ fn plan_one(
     }
     let baseline = outcome.baseline.as_ref();
     Ok(BudgetPlan {
-        offsets,
         tensor_offsets,
         arena: outcome.plan.arena,
         info: OffloadInfo {

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::access::tensor_accesses;
 use super::hierarchy::{Block, Hierarchy, Outcome, Tier, fill, improve};
-use crate::emit::{Arena, HierarchyInfo, TensorEntry, TierInfo, tensor_entries};
+use crate::emit::{Arena, HierarchyInfo, TensorEntry, TierInfo, member_offsets, tensor_entries};
 use crate::input_error;
 use crate::ir::{Graph, NodeId};
 use crate::liveness::{Liveness, LivenessOptions, Sharing, analyse};
@@ -60,7 +60,7 @@ pub fn plan_tiers(
             h.blocks[stuck.block].size
         )
     })?;
-    let mut tensors = tensor_entries(graph, &apart, &best.offset);
+    let mut tensors = tensor_entries(graph, &apart, &member_offsets(&apart, &best.offset));
     for (i, entry) in tensors.iter_mut().enumerate() {
         if let Some(b) = apart.buffer_of[i] {
             entry.arena = Some(best.tier[b]);
