@@ -115,3 +115,36 @@ fn unbound_symbol_names_the_flag() {
     assert_input_error(&out, &["bert_tiny.onnx", "--dim"]);
     assert!(!out_path.exists());
 }
+
+/// A bit-flipped model seen in the wild: a `Constant` node with a second output. The operator
+/// defines one output, so this is bad input (exit 2) naming the node, not an internal error.
+#[test]
+fn extra_output_of_a_constant_is_named() {
+    use onnx_memplan::onnx::proto::AttributeProto;
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = chain_model();
+    let graph = m.graph.as_mut().unwrap();
+    let mut constant = node("Constant", &[], &["k", "k2"]);
+    constant.name = Some("broken".into());
+    constant.attribute.push(AttributeProto {
+        name: Some("value".into()),
+        r#type: Some(4),
+        t: Some(float_init("", &[1, 8], &[1.0; 8])),
+        ..Default::default()
+    });
+    graph.node.insert(0, constant);
+    graph.node[4].input[1] = "k".into();
+    let path = dir.path().join("extra.onnx");
+    write_model(&m, &path);
+    let out = run_cli(&["plan", path.to_str().unwrap()]);
+    assert_input_error(
+        &out,
+        &[
+            "extra.onnx",
+            "node 'broken' (Constant)",
+            "2 outputs",
+            "'k2'",
+        ],
+    );
+    assert!(!stderr(&out).contains("internal"));
+}

@@ -120,6 +120,34 @@ fn bad_attributes_and_shapes_name_the_node() {
     );
 }
 
+/// The check is general, not per operator: any rule's untyped trailing outputs are extra
+/// outputs of the node (worked by hand: Relu defines 1 output, Shape 1, TopK 2).
+#[test]
+fn outputs_beyond_the_operators_are_input_errors() {
+    for (op, outputs, defined) in [
+        ("Relu", &["y", "z"][..], 1),
+        ("Shape", &["y", "z", "w"][..], 1),
+        ("TopK", &["y", "i", "z"][..], 2),
+    ] {
+        let inputs: &[&str] = if op == "TopK" { &["x", "k"] } else { &["x"] };
+        let proto = G::default()
+            .input("x", FLOAT, &["2", "3"])
+            .ints("k", &[1], &[1])
+            .node(op, inputs, outputs, vec![])
+            .output("y")
+            .model(17);
+        let msg = error_of(&proto, &InferOptions::default());
+        let extra = outputs[defined];
+        assert_eq!(
+            msg,
+            format!(
+                "node '{op}_y' ({op}): {} outputs, but the operator defines {defined} (output '{extra}' is extra)",
+                outputs.len()
+            )
+        );
+    }
+}
+
 #[test]
 fn disagreeing_declarations_are_reported_and_inferred_types_kept() {
     let proto = G::default()

@@ -229,6 +229,7 @@ fn infer_node(
     };
     graph.nodes[id].subgraphs = subgraphs;
     let outputs = result?;
+    check_output_count(graph, id, &outputs)?;
     for (slot, out) in outputs.into_iter().enumerate() {
         let Some(vid) = graph.nodes[id].outputs[slot] else {
             continue;
@@ -272,6 +273,31 @@ fn trust_declared(ctx: &mut NodeCtx) -> Result<()> {
     }
     let label = ctx.label();
     ctx.report.trusted.push(label);
+    Ok(())
+}
+
+/// Refuses a node with more outputs than its operator defines. A rule types every output the
+/// operator defines (and that the node has), so outputs left untyped after the last typed one
+/// are outputs the operator does not have: a malformed model, not a bug of the rule. A gap
+/// before a typed output stays an internal error (`record` reports it).
+fn check_output_count(graph: &Graph, id: NodeId, outputs: &[Output]) -> Result<()> {
+    let node = &graph.nodes[id];
+    let defined = outputs
+        .iter()
+        .rposition(|o| o.ty.is_some())
+        .map_or(0, |i| i + 1);
+    let extra = node.outputs[defined.min(node.outputs.len())..]
+        .iter()
+        .flatten()
+        .next();
+    if let Some(&vid) = extra {
+        bail_input!(
+            "{}: {} outputs, but the operator defines {defined} (output '{}' is extra)",
+            node.label(id),
+            node.outputs.iter().flatten().count(),
+            graph.values[vid].name
+        );
+    }
     Ok(())
 }
 
