@@ -14,4 +14,5 @@ pub mod onnx;
 pub mod pipeline;
 pub mod plan;
 pub mod schedule;
+pub mod split;
 pub mod verify;

@@ -8,12 +8,13 @@ use anyhow::{Context, Result, anyhow};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::emit::{self, ModelInfo, Stats, Table, TableOptions};
+use crate::emit::{self, ModelInfo, SourceInfo, Stats, Table, TableOptions};
 use crate::infer::{InferOptions, InferReport, infer_model};
 use crate::ir::Model;
 use crate::liveness::{Liveness, LivenessOptions, analyse_best};
 use crate::onnx::{decode_model, load_model, proto::ModelProto};
 use crate::plan::{self, PlanOptions, PlannerChoice, Problem};
+use crate::split::{self, SplitChoice, SplitOptions};
 use crate::{bail_input, schedule, verify};
 
 /// Everything `plan_model` needs to know.
@@ -31,6 +32,8 @@ pub struct Options {
     pub schedule: ScheduleChoice,
     /// Advanced modes: memory tiers, device budget, compute units.
     pub modes: crate::modes::ModeOptions,
+    /// Split the operators that set the peak into tiles (a rewrite of the model).
+    pub split: SplitOptions,
 }
 
 /// How the execution order is chosen.
@@ -52,6 +55,7 @@ impl Default for Options {
             time_limit: Duration::from_secs(1),
             schedule: ScheduleChoice::Stored,
             modes: crate::modes::ModeOptions::default(),
+            split: SplitOptions::default(),
         }
     }
 }
@@ -102,11 +106,33 @@ impl Planned {
             if s.proven_optimal { ", optimal" } else { "" },
             s.total_ms,
         ) + &crate::modes::summary(&self.table)
+            + &crate::split::summary(&self.table)
     }
 
     /// The annotated model recording the plan; `table_file` is the sidecar's name.
     pub fn annotated(&self, table_file: &str) -> ModelProto {
         emit::annotate(&self.original, &self.model.graph, &self.table, table_file)
+    }
+
+    /// True when the plan is of a rewritten (split) model rather than of the input file.
+    pub fn is_rewritten(&self) -> bool {
+        self.table
+            .splits
+            .as_ref()
+            .is_some_and(|s| !s.chains.is_empty())
+    }
+
+    /// The annotated model's bytes, to be written as `model_file` beside `table_file`. For a
+    /// rewritten model the annotated model is the model the table describes, so the table's
+    /// `model` then names that file and its SHA-256.
+    pub fn annotated_bytes(&mut self, table_file: &str, model_file: &str) -> Vec<u8> {
+        use prost::Message;
+        let bytes = self.annotated(table_file).encode_to_vec();
+        if self.is_rewritten() {
+            self.table.model.file = model_file.to_string();
+            self.table.model.sha256 = hex(&Sha256::digest(&bytes));
+        }
+        bytes
     }
 }
 
@@ -150,7 +176,58 @@ fn plan_bytes(
     started: Instant,
     sha256: impl FnOnce() -> String,
 ) -> Result<Planned> {
-    let (original, model, report) = type_model(path, decode_model(path, bytes)?, &options.infer)?;
+    let proto = decode_model(path, bytes)?;
+    let mut planned = match options.split.choice {
+        SplitChoice::Off => plan_proto(path, proto, options)?,
+        SplitChoice::Auto => plan_split(path, proto, options)?,
+    };
+    let digest = sha256();
+    match &mut planned.table.splits {
+        Some(splits) => {
+            splits.source = SourceInfo {
+                file: file_name(path),
+                sha256: digest.clone(),
+            };
+            if splits.chains.is_empty() {
+                planned.table.model.sha256 = digest;
+            }
+        }
+        None => planned.table.model.sha256 = digest,
+    }
+    planned.table.stats.total_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(planned)
+}
+
+/// Plans with the split stage: the search plans candidates without the advanced modes; the
+/// chosen model (nodes in execution order, so its stored order is the plan's) is planned
+/// once more with every option.
+fn plan_split(path: &Path, proto: ModelProto, options: &Options) -> Result<Planned> {
+    let trial = Options {
+        modes: crate::modes::ModeOptions::default(),
+        ..options.clone()
+    };
+    let first = plan_proto(path, proto, &trial)?;
+    let outcome = split::search(&first, &options.split, &|model| {
+        plan_proto(path, model, &trial)
+    })?;
+    let mut planned = if outcome.info.chains.is_empty() {
+        plan_proto(path, first.original, options)?
+    } else {
+        let stored = Options {
+            schedule: ScheduleChoice::Stored,
+            ..options.clone()
+        };
+        plan_proto(path, outcome.model, &stored)?
+    };
+    let mut info = outcome.info;
+    info.arena_after = planned.table.arenas.iter().map(|a| a.bytes).sum();
+    planned.table.splits = Some(info);
+    Ok(planned)
+}
+
+/// The pass on a decoded model; the table's `model.sha256` is left empty for the caller.
+fn plan_proto(path: &Path, proto: ModelProto, options: &Options) -> Result<Planned> {
+    let (original, model, report) = type_model(path, proto, &options.infer)?;
     let graph = &model.graph;
     let alignment = options.liveness.alignment.max(1);
     let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
@@ -201,7 +278,7 @@ fn plan_bytes(
         format: emit::FORMAT.to_string(),
         model: ModelInfo {
             file: file_name(path),
-            sha256: sha256(),
+            sha256: String::new(),
             ir_version: original.ir_version(),
             opsets: model.opsets.0.clone(),
         },
@@ -226,6 +303,7 @@ fn plan_bytes(
         hierarchy: None,
         offload: None,
         partition: None,
+        splits: None,
     };
     crate::modes::finish(
         graph,
@@ -245,7 +323,6 @@ fn plan_bytes(
             problems.join("; ")
         ));
     }
-    table.stats.total_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(Planned {
         original,
         model,

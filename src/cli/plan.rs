@@ -9,6 +9,7 @@ use super::args::ShapeArgs;
 use crate::liveness::LivenessOptions;
 use crate::pipeline::{Options, ScheduleChoice, plan_model, write_table};
 use crate::plan::PlannerChoice;
+use crate::split::{SplitChoice, SplitOptions};
 use crate::{bail_input, onnx};
 
 /// Arguments of `plan`.
@@ -45,6 +46,13 @@ pub struct PlanArgs {
     /// Leave graph inputs and outputs out of the arena.
     #[arg(long)]
     pub exclude_io: bool,
+    /// Split the chains of operators that set the peak into spatial tiles (a rewrite of the
+    /// model, kept only when the arena drops): `off` or `auto`.
+    #[arg(long, value_enum, default_value = "off")]
+    pub split: SplitChoice,
+    /// Extra multiply-accumulates the split may add (halo recompute), percent of the model's.
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub split_overhead: f64,
     #[command(flatten)]
     pub modes: super::modes::ModeArgs,
 }
@@ -78,8 +86,15 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         time_limit: Duration::from_secs_f64(args.time_limit.max(0.0)),
         schedule: args.schedule,
         modes: args.modes.options()?,
+        split: SplitOptions {
+            choice: args.split,
+            overhead_pct: args.split_overhead,
+        },
     };
-    let planned = plan_model(&args.model, &options)?;
+    if !args.split_overhead.is_finite() || args.split_overhead < 0.0 {
+        bail_input!("--split-overhead must be a percentage ≥ 0");
+    }
+    let mut planned = plan_model(&args.model, &options)?;
     for line in &planned.report.disagreements {
         eprintln!("warning: {line}");
     }
@@ -87,10 +102,14 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let annotated = planned.annotated(&table_name);
+    let model_name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let annotated = planned.annotated_bytes(&table_name, &model_name);
     onnx::copy_external_files(&planned.original, &args.model, &output)?;
     write_table(&planned.table, &table_path)?;
-    onnx::save_model(&annotated, &output)?;
+    onnx::write_atomic(&output, &annotated)?;
     args.modes.write_figures(&planned)?;
     eprintln!("{}", planned.summary());
     Ok(0)

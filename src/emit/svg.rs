@@ -642,6 +642,7 @@ pub(crate) mod fixtures {
             hierarchy: None,
             offload: None,
             partition: None,
+            splits: None,
         }
     }
 

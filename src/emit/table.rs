@@ -33,6 +33,9 @@ pub struct Table {
     /// Heterogeneous-units mode (`--partition`): the compute units and their rules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<PartitionInfo>,
+    /// Split mode (`--split auto`): the chains of operators cut into tiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub splits: Option<SplitsInfo>,
 }
 
 /// Identity of the planned model file.
@@ -78,6 +81,73 @@ pub struct Arena {
     /// The memory tier this arena lives in (hierarchy mode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<TierInfo>,
+}
+
+/// What `--split auto` did. When `chains` is not empty, the table's `model` is the rewritten
+/// model (the annotated model written beside the table, whose schedule is its node order) and
+/// `source` is the model the pass was given.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SplitsInfo {
+    /// The model the pass was given.
+    pub source: SourceInfo,
+    /// Extra multiply-accumulates allowed, percent of the source model's total.
+    pub overhead_pct: f64,
+    /// Arena bytes of the plan before splitting.
+    pub arena_before: u64,
+    /// Arena bytes of the plan after splitting.
+    pub arena_after: u64,
+    /// Multiply-accumulates of the source model (Conv, ConvTranspose, MatMul, Gemm).
+    pub total_macs: u64,
+    /// Multiply-accumulates the tiles recompute (halos), all chains together.
+    pub extra_macs: u64,
+    /// The chains split, in the order they were chosen.
+    pub chains: Vec<SplitChain>,
+}
+
+/// The input model of a split plan.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SourceInfo {
+    /// File name (no folder).
+    pub file: String,
+    /// SHA-256 of the file's bytes, lowercase hex.
+    pub sha256: String,
+}
+
+/// One chain cut into a grid of tiles of its output.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SplitChain {
+    /// The chain's output tensor (assembled under its original name).
+    pub output: String,
+    /// Tiles along H and along W.
+    pub grid: [usize; 2],
+    /// Each tile's part of the output, `[[row_start, row_end], [col_start, col_end]]`
+    /// (half-open), row by row.
+    pub tiles: Vec<[[i64; 2]; 2]>,
+    /// Multiply-accumulates the tiles recompute.
+    pub extra_macs: u64,
+    /// Arena bytes once this chain (and the ones before it) are split.
+    pub arena_after: u64,
+    /// The source model's nodes the chain replaces, in execution order.
+    pub nodes: Vec<SplitNode>,
+    /// The Slice and Concat nodes the split added.
+    pub glue: Vec<String>,
+}
+
+/// A source node and the tile nodes replacing it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SplitNode {
+    /// The node's name in the source model (`#INDEX` when it has none).
+    pub node: String,
+    /// Its operator.
+    pub op_type: String,
+    /// The nodes replacing it, one per tile, in the order of `tiles`.
+    pub tiles: Vec<String>,
+    /// The part of its output each tile computes, like `SplitChain::tiles`.
+    pub regions: Vec<[[i64; 2]; 2]>,
+    /// Output positions (rows × columns) computed more than once, summed over the tiles.
+    pub halo: i64,
+    /// Multiply-accumulates recomputed in the halo.
+    pub extra_macs: u64,
 }
 
 /// A memory tier's capacity and speed, as given by `--tier`.

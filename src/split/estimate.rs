@@ -1,0 +1,148 @@
+//! Cheap arena estimates that rank candidate splits before the real planner scores the best
+//! few: live bytes per step from a plan, and the working set of one tile.
+
+use std::collections::HashSet;
+
+use super::chain::{Chain, Read};
+use super::region::{area, full};
+use super::rules::shape_of;
+use super::tiling::{Tile, Tiling};
+use crate::emit::Table;
+use crate::ir::{Graph, ValueId};
+
+/// Bytes in use at each step of a plan: the union of the byte ranges of the tensors live
+/// there, summed over the arenas.
+pub fn live_bytes(table: &Table) -> Vec<u64> {
+    let placed: Vec<_> = table
+        .tensors
+        .iter()
+        .filter_map(|t| Some((t.first, t.last, t.arena?, t.offset?, t.bytes?)))
+        .filter(|t| t.4 > 0)
+        .collect();
+    (0..table.schedule.len())
+        .map(|step| {
+            let mut ranges: Vec<(usize, u64, u64)> = placed
+                .iter()
+                .filter(|t| t.0 <= step && step <= t.1)
+                .map(|t| (t.2, t.3, t.3 + t.4))
+                .collect();
+            ranges.sort_unstable();
+            let mut total = 0;
+            let mut open: Option<(usize, u64, u64)> = None;
+            for (arena, lo, hi) in ranges {
+                match &mut open {
+                    Some((a, _, end)) if *a == arena && lo <= *end => *end = (*end).max(hi),
+                    _ => {
+                        if let Some((_, s, e)) = open {
+                            total += e - s;
+                        }
+                        open = Some((arena, lo, hi));
+                    }
+                }
+            }
+            total + open.map_or(0, |(_, s, e)| e - s)
+        })
+        .collect()
+}
+
+/// The estimated arena once the chain (steps `start..=end` of the plan) runs tile by tile:
+/// the peak outside the chain, or what crosses into the chain plus one tile's working set
+/// plus the assembled output (twice the output during the final Concat).
+pub fn estimate(
+    graph: &Graph,
+    table: &Table,
+    live: &[u64],
+    chain: &Chain,
+    tiling: &Tiling,
+    [start, end]: [usize; 2],
+) -> u64 {
+    let outside = live
+        .iter()
+        .enumerate()
+        .filter(|&(s, _)| s < start || s > end)
+        .map(|(_, &b)| b)
+        .max()
+        .unwrap_or(0);
+    let made: HashSet<&str> = chain
+        .nodes
+        .iter()
+        .filter_map(|&n| graph.nodes[n].outputs[0])
+        .map(|v| graph.values[v].name.as_str())
+        .collect();
+    let crossing: u64 = table
+        .tensors
+        .iter()
+        .filter(|t| t.first <= start && start <= t.last && t.offset.is_some())
+        .filter(|t| t.inplace_of.is_none() && t.alias_of.is_none())
+        .filter(|t| !made.contains(t.name.as_str()))
+        .filter_map(|t| t.bytes)
+        .sum();
+    let out = chain.shapes[chain.last];
+    let output = bytes_of(graph, chain.output, (out[2] * out[3]) as u64);
+    let working = tiling
+        .tiles
+        .iter()
+        .map(|t| tile_peak(graph, chain, t))
+        .max()
+        .unwrap_or(0);
+    outside.max(crossing + (working + output).max(2 * output))
+}
+
+/// The most bytes one tile holds at once: its live intermediates, the slices a node reads and
+/// the node's output.
+fn tile_peak(graph: &Graph, chain: &Chain, tile: &Tile) -> u64 {
+    let n = chain.nodes.len();
+    let mut last_use = vec![0; n];
+    for (k, reads) in chain.reads.iter().enumerate() {
+        for read in reads {
+            if let Read::Inside(j) = *read {
+                last_use[j] = k;
+            }
+        }
+    }
+    let held = |k: usize| {
+        let out = graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output");
+        bytes_of(graph, out, area(tile.computed[k]) as u64)
+    };
+    let (mut live, mut peak) = (0u64, 0u64);
+    for k in 0..n {
+        let node = &graph.nodes[chain.nodes[k]];
+        let mut slices = 0;
+        for (i, read) in chain.reads[k].iter().enumerate() {
+            let (Some(need), Some(v)) = (tile.reads[k][i], node.inputs[i]) else {
+                continue;
+            };
+            let Some(s) = shape_of(graph, v) else {
+                continue;
+            };
+            let want = [need[0].clip(s[2]), need[1].clip(s[3])];
+            let source = match *read {
+                Read::Inside(j) => tile.computed[j],
+                _ => full(s[2], s[3]),
+            };
+            if want != source {
+                slices += bytes_of(graph, v, area(want) as u64);
+            }
+        }
+        let out = held(k);
+        peak = peak.max(live + slices + out);
+        live += out;
+        for (j, _) in last_use
+            .iter()
+            .enumerate()
+            .filter(|&(j, &u)| u == k && j < k)
+        {
+            live -= held(j);
+        }
+    }
+    peak
+}
+
+/// Bytes of `positions` rows × columns of a rank-4 value (all batches and channels).
+fn bytes_of(graph: &Graph, value: ValueId, positions: u64) -> u64 {
+    let (Some(t), Some(s)) = (graph.values[value].tensor_type(), shape_of(graph, value)) else {
+        return 0;
+    };
+    let per_position = s.iter().take(2).product::<i64>().max(0) as u64;
+    t.dtype.bytes_for(per_position * positions).unwrap_or(0)
+}

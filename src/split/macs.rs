@@ -1,0 +1,62 @@
+//! Multiply-accumulate counts: the cost the split's halo recompute is measured against.
+
+use super::rules::shape_of;
+use crate::ir::{Graph, Node};
+
+/// Multiply-accumulates of one node: Conv and FusedConv (output elements × input channels per
+/// group × kernel), ConvTranspose (input elements × output channels per group × kernel),
+/// MatMul and Gemm (output elements × the reduced dimension); 0 for other operators.
+pub fn node_macs(graph: &Graph, node: &Node) -> u64 {
+    let shape = |i: usize, output: bool| {
+        let list = if output { &node.outputs } else { &node.inputs };
+        list.get(i)
+            .copied()
+            .flatten()
+            .and_then(|v| shape_of(graph, v))
+    };
+    let elements = |s: &[i64]| s.iter().product::<i64>().max(0) as u64;
+    let result = match node.op_type.as_str() {
+        "Conv" | "FusedConv" => shape(0, true)
+            .zip(shape(1, false))
+            .map(|(out, w)| elements(&out) * elements(w.get(1..).unwrap_or(&[]))),
+        "ConvTranspose" => shape(0, false)
+            .zip(shape(1, false))
+            .map(|(x, w)| elements(&x) * elements(w.get(1..).unwrap_or(&[]))),
+        "MatMul" => shape(0, true)
+            .zip(shape(0, false))
+            .map(|(out, a)| elements(&out) * a.last().copied().unwrap_or(1).max(0) as u64),
+        "Gemm" => shape(0, true).zip(shape(0, false)).map(|(out, a)| {
+            let k = if node.attr_int("transA").unwrap_or(0) != 0 {
+                a.first()
+            } else {
+                a.get(1)
+            };
+            elements(&out) * k.copied().unwrap_or(1).max(0) as u64
+        }),
+        _ => None,
+    };
+    result.unwrap_or(0)
+}
+
+/// Multiply-accumulates of the whole top-level graph.
+pub fn graph_macs(graph: &Graph) -> u64 {
+    graph.nodes.iter().map(|n| node_macs(graph, n)).sum()
+}
+
+/// Multiply-accumulates per output position (one row × column, all batches and channels) of
+/// a Conv: the output's batch × channels × input channels per group × kernel.
+pub fn conv_macs_per_position(graph: &Graph, node: &Node) -> u64 {
+    let out = node.outputs[0].and_then(|v| shape_of(graph, v));
+    let weight = node
+        .inputs
+        .get(1)
+        .copied()
+        .flatten()
+        .and_then(|v| shape_of(graph, v));
+    match (out, weight) {
+        (Some(out), Some(w)) if out.len() == 4 && w.len() == 4 && node.op_type == "Conv" => {
+            (out[0] * out[1] * w[1] * w[2] * w[3]).max(0) as u64
+        }
+        _ => 0,
+    }
+}

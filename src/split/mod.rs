@@ -1,0 +1,70 @@
+//! The split stage (`--split auto`), a rewrite of the model between loading and planning: the
+//! chains of operators that set the peak are cut into spatial tiles of their output, each
+//! tile computing exactly its receptive field, so only one tile's intermediates are live at a
+//! time. The rewritten model is then planned like any other.
+//!
+//! [`rules`] is the per-operator table (output region → input regions), [`chain`] finds the
+//! runs of splittable nodes, [`tiling`] derives each tile's regions and halo, [`rewrite`]
+//! builds the tiled graph and [`search`] chooses chains and grids from the plan.
+
+pub mod chain;
+pub mod estimate;
+pub mod macs;
+pub mod region;
+pub mod rewrite;
+pub mod rules;
+pub mod search;
+pub mod tiling;
+
+pub use search::{Outcome, search};
+
+use crate::emit::Table;
+
+/// Whether the pass may split operators.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SplitChoice {
+    /// Plan the model as given.
+    #[default]
+    Off,
+    /// Split the chains that set the peak when that lowers the arena.
+    Auto,
+}
+
+/// The split stage's options.
+#[derive(Clone, Copy, Debug)]
+pub struct SplitOptions {
+    /// Off or auto.
+    pub choice: SplitChoice,
+    /// Extra multiply-accumulates allowed, percent of the model's total.
+    pub overhead_pct: f64,
+}
+
+impl Default for SplitOptions {
+    fn default() -> Self {
+        SplitOptions {
+            choice: SplitChoice::Off,
+            overhead_pct: 10.0,
+        }
+    }
+}
+
+/// The summary line's split part: arena before and after, and the extra MACs.
+pub fn summary(table: &Table) -> String {
+    let Some(s) = &table.splits else {
+        return String::new();
+    };
+    let pct = if s.total_macs > 0 {
+        100.0 * s.extra_macs as f64 / s.total_macs as f64
+    } else {
+        0.0
+    };
+    format!(
+        "; split: {} chain(s), arena {} -> {} bytes ({:.2}x smaller), extra MACs {} ({pct:.2}% of {})",
+        s.chains.len(),
+        s.arena_before,
+        s.arena_after,
+        s.arena_before as f64 / s.arena_after.max(1) as f64,
+        s.extra_macs,
+        s.total_macs,
+    )
+}

@@ -1,0 +1,240 @@
+//! The per-operator table of the split stage: how each operator maps a region of its output to
+//! the regions of its inputs it reads. An operator without an entry ends a chain.
+
+use super::region::{Region, Span};
+use crate::ir::{Graph, Node, concrete};
+
+/// How an operator reads its inputs, as far as the split axes are concerned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rule {
+    /// Output position (h, w) reads position (h, w) of its spatial inputs: elementwise
+    /// operators (any input may instead broadcast along H and W and is then read whole),
+    /// BatchNormalization (input 0 only), Concat along channels (every input).
+    Pointwise(Inputs),
+    /// A sliding window over input 0 (Conv in every form, MaxPool, AveragePool); weights and
+    /// bias are read whole.
+    Window(Window),
+}
+
+/// Which inputs of a pointwise operator carry the split axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inputs {
+    /// Every input is spatial or broadcasts along H and W.
+    All,
+    /// Input 0 is spatial; the others are per-channel parameters read whole.
+    First,
+}
+
+/// The geometry of a sliding window on the two split axes, padding resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Kernel extent (rows, columns).
+    pub kernel: [i64; 2],
+    /// Strides.
+    pub strides: [i64; 2],
+    /// Dilations.
+    pub dilations: [i64; 2],
+    /// Padding before row 0 / column 0.
+    pub pads_begin: [i64; 2],
+    /// Padding after the last row / column.
+    pub pads_end: [i64; 2],
+}
+
+impl Window {
+    /// The input rows and columns the output region reads, before clipping to the input
+    /// (negative or past-the-end positions are padding).
+    pub fn need(&self, out: Region) -> Region {
+        let axis = |a: usize| {
+            let span = out[a];
+            let start = span.start * self.strides[a] - self.pads_begin[a];
+            let end = (span.end - 1) * self.strides[a] - self.pads_begin[a]
+                + (self.kernel[a] - 1) * self.dilations[a]
+                + 1;
+            Span::new(start, end)
+        };
+        [axis(0), axis(1)]
+    }
+}
+
+/// Operators whose output element depends only on the same element of each input.
+const ELEMENTWISE: &[&str] = &[
+    "Abs",
+    "Add",
+    "And",
+    "Cast",
+    "Ceil",
+    "Celu",
+    "Clip",
+    "Cos",
+    "Div",
+    "Dropout",
+    "Elu",
+    "Equal",
+    "Erf",
+    "Exp",
+    "Floor",
+    "Gelu",
+    "Greater",
+    "HardSigmoid",
+    "HardSwish",
+    "Identity",
+    "LeakyRelu",
+    "Less",
+    "Log",
+    "Max",
+    "Mean",
+    "Min",
+    "Mish",
+    "Mul",
+    "Neg",
+    "Not",
+    "Or",
+    "Pow",
+    "PRelu",
+    "Reciprocal",
+    "Relu",
+    "Round",
+    "Selu",
+    "Shrink",
+    "Sigmoid",
+    "Sign",
+    "Sin",
+    "Softplus",
+    "Softsign",
+    "Sqrt",
+    "Sub",
+    "Sum",
+    "Tanh",
+    "ThresholdedRelu",
+    "Where",
+];
+
+/// The split rule of a node, or `None` when the node cannot be part of a chain. Every spatial
+/// tensor involved must be rank 4 (NCHW) with a known shape, and the node must have one output.
+pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
+    if !node.domain.is_empty() || node.outputs.iter().flatten().count() != 1 {
+        return None;
+    }
+    if node.outputs.first().copied().flatten().is_none() || !node.subgraphs.is_empty() {
+        return None;
+    }
+    let op = node.op_type.as_str();
+    match op {
+        "Conv" | "MaxPool" | "AveragePool" => window(graph, node).map(Rule::Window),
+        "BatchNormalization" if node.attr_int("training_mode").unwrap_or(0) == 0 => {
+            Some(Rule::Pointwise(Inputs::First))
+        }
+        "Concat" if matches!(node.attr_int("axis"), Some(1 | -3)) => {
+            Some(Rule::Pointwise(Inputs::All))
+        }
+        _ if ELEMENTWISE.contains(&op) => Some(Rule::Pointwise(Inputs::All)),
+        _ => None,
+    }
+}
+
+/// The concrete shape of a node's input or output value.
+pub fn shape_of(graph: &Graph, value: usize) -> Option<Vec<i64>> {
+    concrete(graph.values[value].tensor_type()?.shape.as_deref()?)
+}
+
+/// The window of a 2-D Conv, MaxPool or AveragePool; `None` for forms the split cannot tile
+/// exactly (1-D/3-D windows, MaxPool's Indices output, AveragePool's ceil-mode overhang counted
+/// as padding).
+fn window(graph: &Graph, node: &Node) -> Option<Window> {
+    let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
+    if input.len() != 4 {
+        return None;
+    }
+    let kernel: Vec<i64> = match node.attr_ints("kernel_shape") {
+        Some(k) => k.to_vec(),
+        None if node.op_type == "Conv" => {
+            let weight = shape_of(graph, node.inputs.get(1).copied().flatten()?)?;
+            weight.get(2..)?.to_vec()
+        }
+        None => return None,
+    };
+    if kernel.len() != 2 || kernel.iter().any(|&k| k < 1) {
+        return None;
+    }
+    if node.op_type == "AveragePool"
+        && node.attr_int("ceil_mode").unwrap_or(0) != 0
+        && node.attr_int("count_include_pad").unwrap_or(0) != 0
+    {
+        return None;
+    }
+    let pair = |name: &str| -> Option<[i64; 2]> {
+        match node.attr_ints(name) {
+            None => Some([1, 1]),
+            Some(&[a, b]) if a >= 1 && b >= 1 => Some([a, b]),
+            Some(_) => None,
+        }
+    };
+    let strides = pair("strides")?;
+    let dilations = pair("dilations")?;
+    let auto_pad = node.attr_string("auto_pad").unwrap_or_default();
+    let (pads_begin, pads_end) = match auto_pad.as_str() {
+        "" | "NOTSET" => match node.attr_ints("pads") {
+            None => ([0, 0], [0, 0]),
+            Some(&[hb, wb, he, we]) if [hb, wb, he, we].iter().all(|&p| p >= 0) => {
+                ([hb, wb], [he, we])
+            }
+            Some(_) => return None,
+        },
+        "VALID" => ([0, 0], [0, 0]),
+        "SAME_UPPER" | "SAME_LOWER" => {
+            let mut begin = [0; 2];
+            let mut end = [0; 2];
+            for a in 0..2 {
+                let size = input[2 + a];
+                let out = (size + strides[a] - 1) / strides[a];
+                let total =
+                    ((out - 1) * strides[a] + (kernel[a] - 1) * dilations[a] + 1 - size).max(0);
+                let small = total / 2;
+                (begin[a], end[a]) = if auto_pad == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                };
+            }
+            (begin, end)
+        }
+        _ => return None,
+    };
+    Some(Window {
+        kernel: [kernel[0], kernel[1]],
+        strides,
+        dilations,
+        pads_begin,
+        pads_end,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_need_worked_by_hand() {
+        // 3×3, stride 2, pad 1: output rows [2, 4) read input rows 2·2−1 = 3 to 3·2−1+2 = 7.
+        let w = Window {
+            kernel: [3, 3],
+            strides: [2, 2],
+            dilations: [1, 1],
+            pads_begin: [1, 1],
+            pads_end: [1, 1],
+        };
+        let need = w.need([Span::new(2, 4), Span::new(0, 1)]);
+        assert_eq!(need, [Span::new(3, 8), Span::new(-1, 2)]);
+        // Dilation 2 widens the reach to (k−1)·d+1 = 5 input positions for one output.
+        let dilated = Window {
+            dilations: [2, 2],
+            strides: [1, 1],
+            pads_begin: [2, 2],
+            ..w
+        };
+        assert_eq!(
+            dilated.need([Span::new(0, 1), Span::new(5, 6)])[0],
+            Span::new(-2, 3)
+        );
+    }
+}

@@ -1,0 +1,255 @@
+//! The split search: find the steps that set the peak, grow chains around them, choose each
+//! chain's grid within the MAC allowance, rewrite, re-plan, and keep a rewrite only when the
+//! arena drops; repeat while it helps.
+
+use std::collections::HashSet;
+
+use anyhow::Result;
+
+use super::SplitOptions;
+use super::chain::{Chain, chains_around};
+use super::estimate::{estimate, live_bytes};
+use super::macs::graph_macs;
+use super::rewrite::rewrite;
+use super::tiling::{Tiling, tile};
+use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitsInfo};
+use crate::onnx::proto::ModelProto;
+use crate::pipeline::Planned;
+
+/// Largest number of tiles along one axis the search tries.
+const MAX_TILES: usize = 8;
+/// Candidate splits re-planned per round (the best by estimate).
+const TRIALS: usize = 3;
+/// Chains split at most.
+const MAX_CHAINS: usize = 12;
+
+/// What the search found: the model to plan (its nodes in execution order) and the record of
+/// the split (empty `chains` when nothing helped, and then `model` is the input model).
+pub struct Outcome {
+    /// The rewritten model, or the input model when no split helped.
+    pub model: ModelProto,
+    /// The `splits` section of the table (its `source` left for the caller to fill).
+    pub info: SplitsInfo,
+}
+
+/// A candidate: a chain, its grid and its estimated arena.
+struct Candidate {
+    chain: Chain,
+    tiling: Tiling,
+    start: usize,
+    estimate: u64,
+}
+
+/// Runs the search from `first`, the plan of the input model; `plan` plans a rewritten model
+/// (nodes in execution order) the same way.
+pub fn search(
+    first: &Planned,
+    options: &SplitOptions,
+    plan: &dyn Fn(ModelProto) -> Result<Planned>,
+) -> Result<Outcome> {
+    let source = &first.model.graph;
+    let labels: Vec<(String, String)> = source
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let name = if n.name.is_empty() {
+                format!("#{i}")
+            } else {
+                n.name.clone()
+            };
+            (name, n.op_type.clone())
+        })
+        .collect();
+    let total_macs = graph_macs(source);
+    let allowance = (total_macs as f64 * options.overhead_pct.max(0.0) / 100.0) as u64;
+    let arena_before = arena(first);
+    let mut used = 0u64;
+    let mut chains = Vec::new();
+    let mut origin: Vec<Option<usize>> = (0..source.nodes.len()).map(Some).collect();
+    let mut current: Option<(ModelProto, Planned)> = None;
+    while chains.len() < MAX_CHAINS {
+        let planned = current.as_ref().map_or(first, |c| &c.1);
+        let best_arena = arena(planned);
+        let mut candidates = candidates(planned, &origin, allowance - used);
+        candidates.retain(|c| c.estimate < best_arena);
+        let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
+        for candidate in candidates.into_iter().take(TRIALS) {
+            let proto = current.as_ref().map_or(&first.original, |c| &c.0);
+            let label = format!("split{}", chains.len() + 1);
+            let rewritten = rewrite(
+                proto,
+                &planned.model.graph,
+                &planned.table.schedule,
+                &candidate.chain,
+                &candidate.tiling,
+                &label,
+            );
+            let trial = plan(rewritten.model.clone())?;
+            let score = arena(&trial);
+            let bar = accepted.as_ref().map_or(best_arena, |a| arena(&a.2));
+            if score < bar {
+                accepted = Some((candidate, rewritten, trial));
+            }
+        }
+        let Some((candidate, rewritten, trial)) = accepted else {
+            break;
+        };
+        used += candidate.tiling.extra_macs;
+        chains.push(record(
+            &candidate,
+            &rewritten,
+            &planned.model.graph,
+            &origin,
+            &labels,
+            arena(&trial),
+        ));
+        origin = rewritten
+            .kept
+            .iter()
+            .map(|k| k.and_then(|old| origin[old]))
+            .collect();
+        current = Some((rewritten.model, trial));
+    }
+    let arena_after = current.as_ref().map_or(arena_before, |c| arena(&c.1));
+    let model = current.map_or_else(
+        || first.original.clone(),
+        |c| in_schedule_order(&c.0, &c.1.table.schedule),
+    );
+    Ok(Outcome {
+        model,
+        info: SplitsInfo {
+            source: SourceInfo {
+                file: String::new(),
+                sha256: String::new(),
+            },
+            overhead_pct: options.overhead_pct,
+            arena_before,
+            arena_after,
+            total_macs,
+            extra_macs: used,
+            chains,
+        },
+    })
+}
+
+/// The total arena bytes of a plan.
+pub fn arena(planned: &Planned) -> u64 {
+    planned.table.arenas.iter().map(|a| a.bytes).sum()
+}
+
+/// The model with its nodes in the plan's execution order (so the order is the stored one).
+fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> ModelProto {
+    let mut out = model.clone();
+    let g = out.graph.as_mut().expect("a loaded model has a graph");
+    let nodes = std::mem::take(&mut g.node);
+    g.node = schedule.iter().map(|&i| nodes[i].clone()).collect();
+    out
+}
+
+/// Chains around every peak step, each with its best grid within `allowance` extra MACs,
+/// best estimate first.
+fn candidates(planned: &Planned, origin: &[Option<usize>], allowance: u64) -> Vec<Candidate> {
+    let graph = &planned.model.graph;
+    let order = &planned.table.schedule;
+    let live = live_bytes(&planned.table);
+    let peak = live.iter().copied().max().unwrap_or(0);
+    let allowed = |n: usize| origin[n].is_some();
+    let mut seen = HashSet::new();
+    let mut found = Vec::new();
+    for step in (0..live.len()).filter(|&s| live[s] == peak) {
+        for chain in chains_around(graph, order, step, &allowed) {
+            let start = step_of(order, chain.nodes[0]);
+            let end = step_of(order, chain.nodes[chain.nodes.len() - 1]);
+            if !seen.insert((start, end)) {
+                continue;
+            }
+            let mut best: Option<Candidate> = None;
+            for rows in 1..=MAX_TILES {
+                for cols in 1..=MAX_TILES {
+                    if rows * cols == 1 {
+                        continue;
+                    }
+                    let Some(tiling) = tile(graph, &chain, [rows, cols]) else {
+                        continue;
+                    };
+                    if tiling.extra_macs > allowance {
+                        continue;
+                    }
+                    let estimate =
+                        estimate(graph, &planned.table, &live, &chain, &tiling, [start, end]);
+                    let better = best.as_ref().is_none_or(|b| {
+                        (estimate, tiling.extra_macs) < (b.estimate, b.tiling.extra_macs)
+                    });
+                    if better {
+                        best = Some(Candidate {
+                            chain: chain.clone(),
+                            tiling,
+                            start,
+                            estimate,
+                        });
+                    }
+                }
+            }
+            found.extend(best);
+        }
+    }
+    found.sort_by_key(|c| {
+        (
+            c.estimate,
+            c.tiling.extra_macs,
+            c.start,
+            c.chain.nodes.len(),
+        )
+    });
+    found
+}
+
+fn step_of(order: &[usize], node: usize) -> usize {
+    order
+        .iter()
+        .position(|&n| n == node)
+        .expect("every node is scheduled")
+}
+
+/// The table's record of one accepted chain.
+fn record(
+    candidate: &Candidate,
+    rewritten: &super::rewrite::Rewritten,
+    graph: &crate::ir::Graph,
+    origin: &[Option<usize>],
+    labels: &[(String, String)],
+    arena_after: u64,
+) -> SplitChain {
+    let region = |r: super::region::Region| [[r[0].start, r[0].end], [r[1].start, r[1].end]];
+    let chain = &candidate.chain;
+    let tiling = &candidate.tiling;
+    let nodes = chain
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| {
+            let (node, op_type) = origin[n]
+                .map(|o| labels[o].clone())
+                .unwrap_or_else(|| (graph.nodes[n].name.clone(), graph.nodes[n].op_type.clone()));
+            let per_position = super::macs::conv_macs_per_position(graph, &graph.nodes[n]);
+            SplitNode {
+                node,
+                op_type,
+                tiles: rewritten.copies[k].clone(),
+                regions: tiling.tiles.iter().map(|t| region(t.computed[k])).collect(),
+                halo: tiling.halo[k],
+                extra_macs: per_position * tiling.halo[k].max(0) as u64,
+            }
+        })
+        .collect();
+    SplitChain {
+        output: graph.values[chain.output].name.clone(),
+        grid: tiling.grid,
+        tiles: tiling.tiles.iter().map(|t| region(t.part)).collect(),
+        extra_macs: tiling.extra_macs,
+        arena_after,
+        nodes,
+        glue: rewritten.glue.clone(),
+    }
+}

@@ -1,0 +1,101 @@
+//! Tiling a chain: the region of every chain tensor each tile computes (exactly the receptive
+//! field of the tile's part of the output), the halo it recomputes and the extra MACs.
+
+use super::chain::{Chain, Read};
+use super::macs::conv_macs_per_position;
+use super::region::{Region, Span, area, hull};
+use super::rules::Rule;
+use crate::ir::Graph;
+
+/// One tile: its part of the chain output and what each chain node computes for it.
+#[derive(Clone, Debug)]
+pub struct Tile {
+    /// Grid position (row, column).
+    pub at: [usize; 2],
+    /// The tile's part of the chain output.
+    pub part: Region,
+    /// For each chain node, the region of its output the tile computes.
+    pub computed: Vec<Region>,
+    /// For each chain node and input, the region read (unclipped: positions outside the
+    /// input are padding); `None` for inputs read whole or absent.
+    pub reads: Vec<Vec<Option<Region>>>,
+}
+
+/// A chain cut into a grid of tiles.
+#[derive(Clone, Debug)]
+pub struct Tiling {
+    /// Tiles along H and along W.
+    pub grid: [usize; 2],
+    /// The tiles, row by row.
+    pub tiles: Vec<Tile>,
+    /// MACs the tiles compute beyond the unsplit chain (halo recompute).
+    pub extra_macs: u64,
+    /// Positions computed beyond the unsplit chain, per chain node (summed over tiles).
+    pub halo: Vec<i64>,
+}
+
+/// Cuts the chain's output into `grid` near-equal parts and derives every tile's regions;
+/// `None` when the output has fewer rows or columns than the grid asks.
+pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
+    let out = chain.shapes[chain.last];
+    let (h, w) = (out[2], out[3]);
+    if grid[0] as i64 > h || grid[1] as i64 > w || grid.contains(&0) {
+        return None;
+    }
+    let rows = Span::parts(h, grid[0] as i64);
+    let cols = Span::parts(w, grid[1] as i64);
+    let mut tiles = Vec::with_capacity(grid[0] * grid[1]);
+    for (i, &r) in rows.iter().enumerate() {
+        for (j, &c) in cols.iter().enumerate() {
+            tiles.push(propagate(chain, [i, j], [r, c])?);
+        }
+    }
+    let mut halo = vec![0; chain.nodes.len()];
+    let mut extra_macs = 0u64;
+    for (k, &id) in chain.nodes.iter().enumerate() {
+        let s = chain.shapes[k];
+        let computed: i64 = tiles.iter().map(|t| area(t.computed[k])).sum();
+        halo[k] = computed - s[2] * s[3];
+        extra_macs += conv_macs_per_position(graph, &graph.nodes[id]) * halo[k].max(0) as u64;
+    }
+    Some(Tiling {
+        grid,
+        tiles,
+        extra_macs,
+        halo,
+    })
+}
+
+/// Walks the chain backwards from the tile's part of the output: each node computes the hull
+/// of what its readers in the chain need, clipped to its output.
+fn propagate(chain: &Chain, at: [usize; 2], part: Region) -> Option<Tile> {
+    let n = chain.nodes.len();
+    let mut computed: Vec<Option<Region>> = vec![None; n];
+    computed[chain.last] = Some(part);
+    let mut reads = vec![Vec::new(); n];
+    for k in (0..n).rev() {
+        let region = computed[k]?;
+        reads[k] = chain.reads[k]
+            .iter()
+            .map(|read| {
+                let need = match (read, &chain.rules[k]) {
+                    (Read::Absent | Read::Whole, _) => return None,
+                    (_, Rule::Window(window)) => window.need(region),
+                    (_, Rule::Pointwise(_)) => region,
+                };
+                if let Read::Inside(j) = *read {
+                    let s = chain.shapes[j];
+                    let clipped = [need[0].clip(s[2]), need[1].clip(s[3])];
+                    computed[j] = Some(computed[j].map_or(clipped, |c| hull(c, clipped)));
+                }
+                Some(need)
+            })
+            .collect();
+    }
+    Some(Tile {
+        at,
+        part,
+        computed: computed.into_iter().collect::<Option<Vec<_>>>()?,
+        reads,
+    })
+}

@@ -1,0 +1,246 @@
+//! The split stage on a hand-worked chain: X[1,2,16,16] → Conv 3×3 stride 2 pad 1 → Relu →
+//! Conv 3×3 pad 1 → Add(·, Relu) → Conv 3×3 pad 1 → Y[1,4,8,8], cut into 2×2 tiles of Y.
+//!
+//! Worked by hand (rows; columns are the same): tile row 0 makes Y rows [0,4). The last Conv
+//! reads Add rows [-1,5): one row of padding, Add computes [0,5). The middle Conv reads Relu
+//! rows [-1,6), so Relu computes [0,6) (the Add's own need [0,5) is inside), and the first Conv
+//! reads X rows [0·2−1, 5·2−1+3) = [-1,12). Tile row 1 makes Y rows [4,8): Add [3,8) with one
+//! row of end padding, Relu [2,8), and the Add then reads a Slice [3,8) of it; X rows [3,16),
+//! no end padding (the original's last window ends at row 15). Halo: the first Conv computes
+//! 4 tiles × 6×6 = 144 positions instead of 64 (80 more, 4·2·9 = 72 MACs each: 5760); the
+//! middle Conv 4 × 5×5 = 100 instead of 64 (36 more, 4·4·9 = 144 MACs each: 5184); the last
+//! Conv none. Extra MACs: 10944.
+//!
+//! The rewritten model is then run in onnxruntime against the original, element by element
+//! (through the venv `scripts/ort_check.sh` creates, `.ci/venv`, or `MEMPLAN_PYTHON`; the test
+//! says so and skips that part when neither has onnxruntime).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{float_info, float_init, model, node, write_model};
+use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribute_proto};
+use onnx_memplan::pipeline::load_typed;
+use onnx_memplan::split::chain::chain_of;
+use onnx_memplan::split::region::Span;
+use onnx_memplan::split::rewrite::rewrite;
+use onnx_memplan::split::tiling::tile;
+
+fn ints(name: &str, values: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attribute_proto::AttributeType::Ints as i32),
+        ints: values.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn conv(
+    input: &str,
+    weight: &str,
+    output: &str,
+    stride: i64,
+) -> onnx_memplan::onnx::proto::NodeProto {
+    let mut n = node("Conv", &[input, weight], &[output]);
+    n.attribute = vec![
+        ints("kernel_shape", &[3, 3]),
+        ints("pads", &[1, 1, 1, 1]),
+        ints("strides", &[stride, stride]),
+    ];
+    n
+}
+
+fn weights(name: &str, dims: &[i64], seed: f32) -> onnx_memplan::onnx::proto::TensorProto {
+    let n: i64 = dims.iter().product();
+    let values: Vec<f32> = (0..n)
+        .map(|i| ((i as f32 + seed) * 0.7).sin() * 0.5)
+        .collect();
+    float_init(name, dims, &values)
+}
+
+fn residual_chain() -> ModelProto {
+    model(GraphProto {
+        name: Some("residual_chain".into()),
+        node: vec![
+            conv("x", "w1", "c1", 2),
+            node("Relu", &["c1"], &["r1"]),
+            conv("r1", "w2", "c2", 1),
+            node("Add", &["c2", "r1"], &["a"]),
+            conv("a", "w3", "y", 1),
+        ],
+        input: vec![float_info("x", &[1, 2, 16, 16])],
+        output: vec![float_info("y", &[1, 4, 8, 8])],
+        initializer: vec![
+            weights("w1", &[4, 2, 3, 3], 1.0),
+            weights("w2", &[4, 4, 3, 3], 2.0),
+            weights("w3", &[4, 4, 3, 3], 3.0),
+        ],
+        ..Default::default()
+    })
+}
+
+/// A wider variant whose peak (two 32-channel 32×32 maps) the split can lower: X[1,3,64,64]
+/// → Conv s2 → Relu → Conv → Add → Conv s2 → Y[1,8,16,16].
+fn wide_chain() -> ModelProto {
+    model(GraphProto {
+        name: Some("wide_chain".into()),
+        node: vec![
+            conv("x", "w1", "c1", 2),
+            node("Relu", &["c1"], &["r1"]),
+            conv("r1", "w2", "c2", 1),
+            node("Add", &["c2", "r1"], &["a"]),
+            conv("a", "w3", "y", 2),
+        ],
+        input: vec![float_info("x", &[1, 3, 64, 64])],
+        output: vec![float_info("y", &[1, 8, 16, 16])],
+        initializer: vec![
+            weights("w1", &[32, 3, 3, 3], 1.0),
+            weights("w2", &[32, 32, 3, 3], 2.0),
+            weights("w3", &[8, 32, 3, 3], 3.0),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn two_by_two_tiles_of_a_strided_residual_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("residual_chain.onnx");
+    write_model(&residual_chain(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = chain_of(graph, &order).expect("the five nodes form a chain");
+    assert_eq!(graph.values[chain.output].name, "y");
+    let tiling = tile(graph, &chain, [2, 2]).unwrap();
+
+    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    // Tile (0, 0): Conv1/Relu rows [0,6), Conv2/Add [0,5), Conv3 [0,4).
+    assert_eq!(rows(0, 0), Span::new(0, 6));
+    assert_eq!(rows(0, 1), Span::new(0, 6));
+    assert_eq!(rows(0, 2), Span::new(0, 5));
+    assert_eq!(rows(0, 3), Span::new(0, 5));
+    assert_eq!(rows(0, 4), Span::new(0, 4));
+    // Tile (1, 1): Conv1/Relu rows [2,8), Add [3,8), Conv3 [4,8).
+    assert_eq!(rows(3, 0), Span::new(2, 8));
+    assert_eq!(rows(3, 3), Span::new(3, 8));
+    assert_eq!(rows(3, 4), Span::new(4, 8));
+    // X rows read by the first Conv: [-1,12) and [3,16).
+    assert_eq!(tiling.tiles[0].reads[0][0].unwrap()[0], Span::new(-1, 12));
+    assert_eq!(tiling.tiles[3].reads[0][0].unwrap()[0], Span::new(3, 16));
+    assert_eq!(tiling.halo, vec![80, 80, 36, 36, 0]);
+    assert_eq!(tiling.extra_macs, 5760 + 5184);
+
+    let rewritten = rewrite(&proto, graph, &order, &chain, &tiling, "split1");
+    assert!(rewritten.copies.iter().all(|c| c.len() == 4));
+    let split = dir.path().join("residual_chain.split.onnx");
+    {
+        use prost::Message;
+        std::fs::write(&split, rewritten.model.encode_to_vec()).unwrap();
+    }
+    // The rewritten model plans and verifies like any other.
+    let plan = common::run_cli(&[
+        "plan",
+        split.to_str().unwrap(),
+        "-o",
+        dir.path().join("p.onnx").to_str().unwrap(),
+    ]);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    compare_in_onnxruntime(&original, &split);
+}
+
+/// `plan --split auto` on a wider chain: the table's `model` is the annotated (rewritten)
+/// model, which `verify` accepts as it is; `source` names the input file.
+#[test]
+fn split_auto_table_describes_the_annotated_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table) = common::plan_written(
+        dir.path(),
+        "wide_chain",
+        &wide_chain(),
+        &["--split", "auto", "--split-overhead", "50"],
+    );
+    let t = common::read_table(&table);
+    let splits = t.splits.as_ref().expect("a splits section");
+    assert_eq!(splits.source.file, "wide_chain.onnx");
+    assert_eq!(splits.chains.len(), 1, "{splits:?}");
+    assert!(splits.arena_after < splits.arena_before, "{splits:?}");
+    assert!(splits.extra_macs * 2 <= splits.total_macs, "{splits:?}");
+    let annotated = dir.path().join("wide_chain.memplan.onnx");
+    assert_eq!(t.model.file, "wide_chain.memplan.onnx");
+    let check = common::run_cli(&[
+        "verify",
+        annotated.to_str().unwrap(),
+        table.to_str().unwrap(),
+    ]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    // The input model is not what the table describes any more.
+    let wrong = common::run_cli(&["verify", path.to_str().unwrap(), table.to_str().unwrap()]);
+    assert_eq!(wrong.status.code(), Some(2));
+    compare_in_onnxruntime(&path, &annotated);
+}
+
+fn python() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("MEMPLAN_PYTHON").map(PathBuf::from),
+        Some(common::root().join(".ci/venv/bin/python")),
+    ];
+    candidates.into_iter().flatten().find(|p| {
+        Command::new(p)
+            .args(["-c", "import onnxruntime, onnx, numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Runs both models in onnxruntime on the same random input; every output element must match
+/// within 1e-5 of the output's largest magnitude, and onnx.checker (full_check) must accept
+/// the rewritten model.
+fn compare_in_onnxruntime(original: &Path, rewritten: &Path) {
+    let Some(python) = python() else {
+        eprintln!(
+            "SKIPPED onnxruntime comparison: no Python with onnxruntime (run scripts/ort_check.sh \
+             once to create .ci/venv, or set MEMPLAN_PYTHON)"
+        );
+        return;
+    };
+    let script = r#"
+import sys, numpy as np, onnx, onnxruntime as ort
+onnx.checker.check_model(sys.argv[2], full_check=True)
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
+i = a.get_inputs()[0]
+x = np.random.default_rng(0).standard_normal(i.shape).astype(np.float32)
+ya, yb = a.run(None, {i.name: x})[0], b.run(None, {i.name: x})[0]
+assert ya.shape == yb.shape, (ya.shape, yb.shape)
+d = float(np.abs(ya - yb).max())
+scale = float(np.abs(ya).max())
+print(f"max difference {d:.3g} (largest magnitude {scale:.3g}, {ya.size} elements)")
+sys.exit(0 if d <= 1e-5 * scale else 1)
+"#;
+    let run = Command::new(python)
+        .args(["-c", script])
+        .arg(original)
+        .arg(rewritten)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout);
+    eprintln!("onnxruntime: {said}");
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
