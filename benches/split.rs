@@ -1,0 +1,175 @@
+//! The split stage on every model in models/ (and any extra folder in MEMPLAN_BENCH_MODELS,
+//! `:`-separated). Prints markdown tables.
+//!
+//! Per model, same run: the arena with `--schedule memory` (the baseline) and with
+//! `--schedule memory --split auto` (default 10% extra MACs), their ratio, the extra MACs in
+//! percent of the model's, the chains split, and the whole-pass time of both. Then the
+//! geometric mean of the ratio over the CNNs (models with a Conv) and over all models, and for
+//! MobileNetV2 the frontier: arena against the allowed extra MACs (5, 10, 20, 40%), with the
+//! graph inputs and outputs in the arena (the default) and with `--exclude-io`.
+//!
+//! Run: `cargo bench --bench split`
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use onnx_memplan::pipeline::{Options, Planned, ScheduleChoice, plan_model};
+use onnx_memplan::split::{SplitChoice, SplitOptions};
+
+fn model_files() -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models")];
+    if let Ok(extra) = std::env::var("MEMPLAN_BENCH_MODELS") {
+        dirs.extend(
+            extra
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from),
+        );
+    }
+    let mut files = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("skipping {}: not a folder", dir.display());
+            continue;
+        };
+        let mut list: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                n.ends_with(".onnx") && !n.contains(".memplan.")
+            })
+            .collect();
+        list.sort();
+        files.extend(list);
+    }
+    files
+}
+
+fn options(split: Option<f64>, include_io: bool) -> Options {
+    let mut o = Options {
+        schedule: ScheduleChoice::Memory,
+        split: SplitOptions {
+            choice: if split.is_some() {
+                SplitChoice::Auto
+            } else {
+                SplitChoice::Off
+            },
+            overhead_pct: split.unwrap_or(10.0),
+        },
+        ..Options::default()
+    };
+    o.liveness.include_io = include_io;
+    for (name, value) in [("batch", 1), ("sequence", 128), ("seq", 128)] {
+        o.infer.dims.insert(name.to_string(), value);
+    }
+    o
+}
+
+/// The plan and the milliseconds it took.
+fn timed_plan(path: &PathBuf, options: &Options) -> Result<(Planned, f64), String> {
+    let t = Instant::now();
+    let planned = plan_model(path, options).map_err(|e| format!("{e:#}"))?;
+    Ok((planned, t.elapsed().as_secs_f64() * 1e3))
+}
+
+fn arena(p: &Planned) -> u64 {
+    p.table.arenas.iter().map(|a| a.bytes).sum()
+}
+
+fn extra_pct(p: &Planned) -> f64 {
+    p.table.splits.as_ref().map_or(0.0, |s| {
+        100.0 * s.extra_macs as f64 / s.total_macs.max(1) as f64
+    })
+}
+
+fn geomean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
+}
+
+fn main() {
+    println!(
+        "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let (mut cnn, mut all) = (Vec::new(), Vec::new());
+    let mut mobilenet = None;
+    for path in model_files() {
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let (base, base_ms) = match timed_plan(&path, &options(None, true)) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("| {name} | error: {e} |");
+                continue;
+            }
+        };
+        let (split, split_ms) = match timed_plan(&path, &options(Some(10.0), true)) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("| {name} | {} | error: {e} |", arena(&base));
+                continue;
+            }
+        };
+        let ratio = arena(&base) as f64 / arena(&split).max(1) as f64;
+        println!(
+            "| {name} | {} | {} | {ratio:.2}x | {:.2} | {} | {base_ms:.0} | {split_ms:.0} |",
+            arena(&base),
+            arena(&split),
+            extra_pct(&split),
+            split.table.splits.as_ref().map_or(0, |s| s.chains.len()),
+        );
+        all.push(ratio);
+        if base.model.graph.nodes.iter().any(|n| n.op_type == "Conv") {
+            cnn.push(ratio);
+        }
+        if name.starts_with("mobilenet_v2") {
+            mobilenet = Some((path.clone(), arena(&base)));
+        }
+    }
+    println!();
+    println!(
+        "geometric mean of before/after: CNNs {:.2}x ({} models), all {:.2}x ({} models)",
+        geomean(&cnn),
+        cnn.len(),
+        geomean(&all),
+        all.len()
+    );
+    let Some((path, base)) = mobilenet else {
+        return;
+    };
+    println!();
+    println!("MobileNetV2 frontier (baseline: --schedule memory, {base} bytes with I/O)");
+    println!();
+    println!(
+        "| allowed extra MACs % | arena (I/O in arena) | before/after | extra MACs % | arena, --exclude-io | before/after | extra MACs % | ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let io_base = timed_plan(&path, &options(None, false)).map(|(p, _)| arena(&p));
+    for pct in [5.0, 10.0, 20.0, 40.0] {
+        let with_io = timed_plan(&path, &options(Some(pct), true));
+        let without = timed_plan(&path, &options(Some(pct), false));
+        match (with_io, without, &io_base) {
+            (Ok((a, ms)), Ok((b, _)), Ok(io_base)) => println!(
+                "| {pct} | {} | {:.2}x | {:.2} | {} | {:.2}x | {:.2} | {ms:.0} |",
+                arena(&a),
+                base as f64 / arena(&a).max(1) as f64,
+                extra_pct(&a),
+                arena(&b),
+                *io_base as f64 / arena(&b).max(1) as f64,
+                extra_pct(&b),
+            ),
+            _ => println!("| {pct} | error |"),
+        }
+    }
+}
