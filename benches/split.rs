@@ -3,14 +3,15 @@
 //!
 //! Per model, same run: the arena with `--schedule memory` (the baseline) and with
 //! `--schedule memory --split auto` (default 10% extra MACs), their ratio, the extra MACs in
-//! percent of the model's, the chains split, and the whole-pass time of both. Then the
-//! geometric mean of the ratio over the CNNs (models with a Conv) and over all models, and for
+//! percent of the model's, the chains split, the whole-pass time of both, and whether
+//! `--budget` at half the lower bound fits without and with splitting. Then the geometric
+//! mean of the ratio over the CNNs (Conv and no MatMul) and over all models, and for
 //! MobileNetV2 the frontier: arena against the allowed extra MACs (5, 10, 20, 40%), with the
 //! graph inputs and outputs in the arena (the default) and with `--exclude-io`.
 //!
 //! Run: `cargo bench --bench split`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use onnx_memplan::pipeline::{Options, Planned, ScheduleChoice, plan_model};
@@ -60,6 +61,7 @@ fn options(split: Option<f64>, include_io: bool) -> Options {
                 SplitChoice::Off
             },
             overhead_pct: split.unwrap_or(10.0),
+            ..SplitOptions::default()
         },
         ..Options::default()
     };
@@ -71,7 +73,7 @@ fn options(split: Option<f64>, include_io: bool) -> Options {
 }
 
 /// The plan and the milliseconds it took.
-fn timed_plan(path: &PathBuf, options: &Options) -> Result<(Planned, f64), String> {
+fn timed_plan(path: &Path, options: &Options) -> Result<(Planned, f64), String> {
     let t = Instant::now();
     let planned = plan_model(path, options).map_err(|e| format!("{e:#}"))?;
     Ok((planned, t.elapsed().as_secs_f64() * 1e3))
@@ -96,11 +98,12 @@ fn geomean(values: &[f64]) -> f64 {
 
 fn main() {
     println!(
-        "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with |"
+        "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with | --budget 50% of bound, unsplit | split |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let (mut cnn, mut all) = (Vec::new(), Vec::new());
     let mut mobilenet = None;
+    let mut budget_fits = 0;
     for path in model_files() {
         let name = path
             .file_name()
@@ -122,15 +125,29 @@ fn main() {
             }
         };
         let ratio = arena(&base) as f64 / arena(&split).max(1) as f64;
+        let half = base.table.stats.lower_bound_bytes / 2;
+        let fits = |choice: SplitChoice| {
+            let mut o = options(Some(10.0), true);
+            o.split.choice = choice;
+            o.modes.budget = Some(half);
+            if plan_model(&path, &o).is_ok() {
+                "fits"
+            } else {
+                "refused"
+            }
+        };
+        let (unsplit_fits, split_fits) = (fits(SplitChoice::Off), fits(SplitChoice::Auto));
+        budget_fits += usize::from(split_fits == "fits");
         println!(
-            "| {name} | {} | {} | {ratio:.2}x | {:.2} | {} | {base_ms:.0} | {split_ms:.0} |",
+            "| {name} | {} | {} | {ratio:.2}x | {:.2} | {} | {base_ms:.0} | {split_ms:.0} | {unsplit_fits} | {split_fits} |",
             arena(&base),
             arena(&split),
             extra_pct(&split),
             split.table.splits.as_ref().map_or(0, |s| s.chains.len()),
         );
         all.push(ratio);
-        if base.model.graph.nodes.iter().any(|n| n.op_type == "Conv") {
+        let has = |op: &str| base.model.graph.nodes.iter().any(|n| n.op_type == op);
+        if has("Conv") && !has("MatMul") {
             cnn.push(ratio);
         }
         if name.starts_with("mobilenet_v2") {
@@ -143,6 +160,10 @@ fn main() {
         geomean(&cnn),
         cnn.len(),
         geomean(&all),
+        all.len()
+    );
+    println!(
+        "--budget at 50% of the lower bound (split auto): {budget_fits} of {} models fit",
         all.len()
     );
     let Some((path, base)) = mobilenet else {

@@ -207,9 +207,14 @@ fn plan_split(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
         ..options.clone()
     };
     let first = plan_proto(path, proto, &trial)?;
-    let outcome = split::search(&first, &options.split, &|model| {
+    let split_options = SplitOptions {
+        budget: options.modes.budget,
+        ..options.split
+    };
+    let outcome = split::search(&first, &split_options, &|model| {
         plan_proto(path, model, &trial)
     })?;
+    let chains = outcome.info.chains.len();
     let mut planned = if outcome.info.chains.is_empty() {
         plan_proto(path, first.original, options)?
     } else {
@@ -217,7 +222,16 @@ fn plan_split(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
             schedule: ScheduleChoice::Stored,
             ..options.clone()
         };
-        plan_proto(path, outcome.model, &stored)?
+        plan_proto(path, outcome.model, &stored).map_err(|e| {
+            if crate::error::is_input_error(&e) {
+                crate::input_error!(
+                    "{e:#} (after splitting {chains} chain(s) within --split-overhead {}%)",
+                    options.split.overhead_pct
+                )
+            } else {
+                e
+            }
+        })?
     };
     let mut info = outcome.info;
     info.arena_after = planned.table.arenas.iter().map(|a| a.bytes).sum();

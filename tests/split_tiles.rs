@@ -244,3 +244,47 @@ sys.exit(0 if d <= 1e-5 * scale else 1)
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// Budget mode splits a step that alone exceeds the budget instead of refusing: the wide
+/// chain's peak step (the middle Conv reads and writes two 32×32×32 float maps, 262144 bytes)
+/// cannot fit half of it unsplit; split, it can. A budget below even small tiles is refused
+/// with the node named.
+#[test]
+fn budget_splits_a_step_that_alone_exceeds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide_chain.onnx");
+    write_model(&wide_chain(), &path);
+    let out = dir.path().join("out.onnx");
+    let (p, o) = (path.to_str().unwrap(), out.to_str().unwrap());
+    let refused = common::run_cli(&["plan", p, "-o", o, "--budget", "131072", "--split", "off"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("reads and writes 262144 bytes"));
+
+    let fits = common::run_cli(&["plan", p, "-o", o, "--budget", "131072"]);
+    assert!(
+        fits.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fits.stderr)
+    );
+    let t = common::read_table(&dir.path().join("out.memplan.json"));
+    assert!(!t.splits.as_ref().unwrap().chains.is_empty());
+    assert_eq!(t.offload.as_ref().unwrap().budget, 131072);
+    let check = common::run_cli(&[
+        "verify",
+        o,
+        dir.path().join("out.memplan.json").to_str().unwrap(),
+    ]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+
+    let tiny = common::run_cli(&["plan", p, "-o", o, "--budget", "4096"]);
+    assert_eq!(tiny.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&tiny.stderr);
+    assert!(
+        said.contains("node '") && said.contains("after splitting"),
+        "{said}"
+    );
+}

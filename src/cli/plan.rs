@@ -47,9 +47,9 @@ pub struct PlanArgs {
     #[arg(long)]
     pub exclude_io: bool,
     /// Split the chains of operators that set the peak into spatial tiles (a rewrite of the
-    /// model, kept only when the arena drops): `off` or `auto`.
-    #[arg(long, value_enum, default_value = "off")]
-    pub split: SplitChoice,
+    /// model, kept only when it helps): `off` or `auto` [default: off; with --budget, auto].
+    #[arg(long, value_enum)]
+    pub split: Option<SplitChoice>,
     /// Extra multiply-accumulates the split may add (halo recompute), percent of the model's.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub split_overhead: f64,
@@ -74,6 +74,12 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
             bail_input!("{}: refusing to overwrite the input model", out.display());
         }
     }
+    let modes = args.modes.options()?;
+    let split = args.split.unwrap_or(if modes.budget.is_some() {
+        SplitChoice::Auto
+    } else {
+        SplitChoice::Off
+    });
     let options = Options {
         infer: args.shapes.infer_options(),
         liveness: LivenessOptions {
@@ -85,10 +91,11 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         planner: args.planner,
         time_limit: Duration::from_secs_f64(args.time_limit.max(0.0)),
         schedule: args.schedule,
-        modes: args.modes.options()?,
+        modes,
         split: SplitOptions {
-            choice: args.split,
+            choice: split,
             overhead_pct: args.split_overhead,
+            ..SplitOptions::default()
         },
     };
     if !args.split_overhead.is_finite() || args.split_overhead < 0.0 {

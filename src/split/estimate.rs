@@ -27,22 +27,51 @@ pub fn live_bytes(table: &Table) -> Vec<u64> {
                 .map(|t| (t.2, t.3, t.3 + t.4))
                 .collect();
             ranges.sort_unstable();
-            let mut total = 0;
-            let mut open: Option<(usize, u64, u64)> = None;
-            for (arena, lo, hi) in ranges {
-                match &mut open {
-                    Some((a, _, end)) if *a == arena && lo <= *end => *end = (*end).max(hi),
-                    _ => {
-                        if let Some((_, s, e)) = open {
-                            total += e - s;
-                        }
-                        open = Some((arena, lo, hi));
-                    }
-                }
-            }
-            total + open.map_or(0, |(_, s, e)| e - s)
+            union_bytes(ranges)
         })
         .collect()
+}
+
+/// Bytes each step reads and writes at once: the union of the byte ranges of its node's
+/// inputs and outputs that are in the arena (what a device budget must hold at that step).
+pub fn step_operands(graph: &Graph, table: &Table) -> Vec<u64> {
+    let entries: std::collections::HashMap<&str, &crate::emit::TensorEntry> =
+        table.tensors.iter().map(|t| (t.name.as_str(), t)).collect();
+    table
+        .schedule
+        .iter()
+        .map(|&n| {
+            let node = &graph.nodes[n];
+            let mut ranges: Vec<(usize, u64, u64)> = node
+                .inputs
+                .iter()
+                .chain(&node.outputs)
+                .flatten()
+                .filter_map(|&v| entries.get(graph.values[v].name.as_str()))
+                .filter_map(|t| Some((t.arena?, t.offset?, t.offset? + t.bytes?)))
+                .collect();
+            ranges.sort_unstable();
+            union_bytes(ranges)
+        })
+        .collect()
+}
+
+/// Total bytes covered by `(arena, start, end)` ranges sorted by arena and start.
+fn union_bytes(ranges: Vec<(usize, u64, u64)>) -> u64 {
+    let mut total = 0;
+    let mut open: Option<(usize, u64, u64)> = None;
+    for (arena, lo, hi) in ranges {
+        match &mut open {
+            Some((a, _, end)) if *a == arena && lo <= *end => *end = (*end).max(hi),
+            _ => {
+                if let Some((_, s, e)) = open {
+                    total += e - s;
+                }
+                open = Some((arena, lo, hi));
+            }
+        }
+    }
+    total + open.map_or(0, |(_, s, e)| e - s)
 }
 
 /// The estimated arena once the chain (steps `start..=end` of the plan) runs tile by tile:

@@ -37,6 +37,9 @@ pub struct SplitOptions {
     pub choice: SplitChoice,
     /// Extra multiply-accumulates allowed, percent of the model's total.
     pub overhead_pct: f64,
+    /// A device budget (`--budget`; the pipeline fills it from the mode options): the search
+    /// first splits the steps whose operands alone exceed it.
+    pub budget: Option<u64>,
 }
 
 impl Default for SplitOptions {
@@ -44,6 +47,7 @@ impl Default for SplitOptions {
         SplitOptions {
             choice: SplitChoice::Off,
             overhead_pct: 10.0,
+            budget: None,
         }
     }
 }

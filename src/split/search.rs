@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::SplitOptions;
 use super::chain::{Chain, chains_around};
-use super::estimate::{estimate, live_bytes};
+use super::estimate::{estimate, live_bytes, step_operands};
 use super::macs::graph_macs;
 use super::rewrite::rewrite;
 use super::tiling::{Tiling, tile};
@@ -18,6 +18,8 @@ use crate::pipeline::Planned;
 
 /// Largest number of tiles along one axis the search tries.
 const MAX_TILES: usize = 8;
+/// Largest number of tiles along one axis under a budget.
+const MAX_FINE_TILES: usize = 32;
 /// Candidate splits re-planned per round (the best by estimate).
 const TRIALS: usize = 3;
 /// Chains split at most.
@@ -64,15 +66,18 @@ pub fn search(
     let total_macs = graph_macs(source);
     let allowance = (total_macs as f64 * options.overhead_pct.max(0.0) / 100.0) as u64;
     let arena_before = arena(first);
+    let score = |p: &Planned| score(p, options.budget);
     let mut used = 0u64;
     let mut chains = Vec::new();
     let mut origin: Vec<Option<usize>> = (0..source.nodes.len()).map(Some).collect();
     let mut current: Option<(ModelProto, Planned)> = None;
     while chains.len() < MAX_CHAINS {
         let planned = current.as_ref().map_or(first, |c| &c.1);
-        let best_arena = arena(planned);
-        let mut candidates = candidates(planned, &origin, allowance - used);
-        candidates.retain(|c| c.estimate < best_arena);
+        let best = score(planned);
+        let mut candidates = candidates(planned, &origin, allowance - used, options.budget);
+        if best.0 == 0 {
+            candidates.retain(|c| c.estimate < best.1);
+        }
         let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
         for candidate in candidates.into_iter().take(TRIALS) {
             let proto = current.as_ref().map_or(&first.original, |c| &c.0);
@@ -86,9 +91,8 @@ pub fn search(
                 &label,
             );
             let trial = plan(rewritten.model.clone())?;
-            let score = arena(&trial);
-            let bar = accepted.as_ref().map_or(best_arena, |a| arena(&a.2));
-            if score < bar {
+            let bar = accepted.as_ref().map_or(best, |a| score(&a.2));
+            if score(&trial) < bar {
                 accepted = Some((candidate, rewritten, trial));
             }
         }
@@ -133,6 +137,20 @@ pub fn search(
     })
 }
 
+/// What the search lowers: under a budget, first the most bytes one step reads and writes
+/// while that exceeds the budget, then the arena; otherwise the arena.
+fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64) {
+    let floor = match budget {
+        Some(b) => step_operands(&planned.model.graph, &planned.table)
+            .into_iter()
+            .max()
+            .filter(|&f| f > b)
+            .unwrap_or(0),
+        None => 0,
+    };
+    (floor, arena(planned))
+}
+
 /// The total arena bytes of a plan.
 pub fn arena(planned: &Planned) -> u64 {
     planned.table.arenas.iter().map(|a| a.bytes).sum()
@@ -147,17 +165,38 @@ fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> ModelProto {
     out
 }
 
-/// Chains around every peak step, each with its best grid within `allowance` extra MACs,
-/// best estimate first.
-fn candidates(planned: &Planned, origin: &[Option<usize>], allowance: u64) -> Vec<Candidate> {
+/// Chains around every hot step, each with its best grid within `allowance` extra MACs, best
+/// estimate first. The hot steps are those whose operands exceed the budget, if any do; else
+/// those where the live bytes peak.
+fn candidates(
+    planned: &Planned,
+    origin: &[Option<usize>],
+    allowance: u64,
+    budget: Option<u64>,
+) -> Vec<Candidate> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let live = live_bytes(&planned.table);
     let peak = live.iter().copied().max().unwrap_or(0);
+    let over: Vec<usize> = match budget {
+        Some(b) => step_operands(graph, &planned.table)
+            .iter()
+            .enumerate()
+            .filter(|&(_, &bytes)| bytes > b)
+            .map(|(s, _)| s)
+            .collect(),
+        None => Vec::new(),
+    };
+    let hot: Vec<usize> = if over.is_empty() {
+        (0..live.len()).filter(|&s| live[s] == peak).collect()
+    } else {
+        over
+    };
     let allowed = |n: usize| origin[n].is_some();
     let mut seen = HashSet::new();
     let mut found = Vec::new();
-    for step in (0..live.len()).filter(|&s| live[s] == peak) {
+    let fine = budget.is_some();
+    for step in hot {
         for chain in chains_around(graph, order, step, &allowed) {
             let start = step_of(order, chain.nodes[0]);
             let end = step_of(order, chain.nodes[chain.nodes.len() - 1]);
@@ -165,11 +204,8 @@ fn candidates(planned: &Planned, origin: &[Option<usize>], allowance: u64) -> Ve
                 continue;
             }
             let mut best: Option<Candidate> = None;
-            for rows in 1..=MAX_TILES {
-                for cols in 1..=MAX_TILES {
-                    if rows * cols == 1 {
-                        continue;
-                    }
+            for [rows, cols] in grids(fine) {
+                {
                     let Some(tiling) = tile(graph, &chain, [rows, cols]) else {
                         continue;
                     };
@@ -203,6 +239,21 @@ fn candidates(planned: &Planned, origin: &[Option<usize>], allowance: u64) -> Ve
         )
     });
     found
+}
+
+/// The grids tried: every grid up to 8×8, and under a budget also square grids and row
+/// strips up to 32 (down to single rows of small outputs).
+fn grids(fine: bool) -> Vec<[usize; 2]> {
+    let mut list: Vec<[usize; 2]> = (1..=MAX_TILES)
+        .flat_map(|r| (1..=MAX_TILES).map(move |c| [r, c]))
+        .filter(|&[r, c]| r * c > 1)
+        .collect();
+    if fine {
+        for g in MAX_TILES + 1..=MAX_FINE_TILES {
+            list.extend([[g, g], [g, 1]]);
+        }
+    }
+    list
 }
 
 fn step_of(order: &[usize], node: usize) -> usize {
