@@ -1,4 +1,5 @@
-//! Device-budget mode (S4) on the real models. At 50% and 75% of the lower bound every one of
+//! Device-budget mode (S4) on the real models, unsplit (`--split off`; budget mode otherwise
+//! splits operators, see tests/split_tiles.rs). At 50% and 75% of the lower bound every one of
 //! them is infeasible for whole-tensor offload (one operator's operands alone exceed the
 //! budget): the tool says so in one line and names the least feasible budget. Between that
 //! floor and the lower bound, the plan verifies (resident bytes within budget at every step,
@@ -21,6 +22,7 @@ fn plan(
     let out = dir.join(format!("{stem}.memplan.onnx"));
     let mut args = vec!["plan", model.to_str().unwrap(), "-o", out.to_str().unwrap()];
     args.extend(DIMS);
+    args.extend(["--split", "off"]);
     args.extend(extra);
     run_cli(&args)
 }

@@ -288,3 +288,193 @@ fn budget_splits_a_step_that_alone_exceeds_it() {
         "{said}"
     );
 }
+
+fn int(name: &str, value: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attribute_proto::AttributeType::Int as i32),
+        i: Some(value),
+        ..Default::default()
+    }
+}
+
+fn string(name: &str, value: &str) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attribute_proto::AttributeType::String as i32),
+        s: Some(value.as_bytes().to_vec().into()),
+        ..Default::default()
+    }
+}
+
+/// One operator form under test: its node (reading `x`, 4 channels, writing `v`) and weights.
+struct Form {
+    name: &'static str,
+    node: onnx_memplan::onnx::proto::NodeProto,
+    inits: Vec<onnx_memplan::onnx::proto::TensorProto>,
+}
+
+fn forms() -> Vec<Form> {
+    let with = |op: &str, inputs: &[&str], attrs: Vec<AttributeProto>| {
+        let mut n = node(op, inputs, &["v"]);
+        n.attribute = attrs;
+        n
+    };
+    let w = |c_in: i64, k: i64| vec![weights("wf", &[4, c_in, k, k], 5.0)];
+    vec![
+        Form {
+            name: "depthwise SAME_UPPER stride 2",
+            node: with(
+                "Conv",
+                &["x", "wf"],
+                vec![
+                    int("group", 4),
+                    string("auto_pad", "SAME_UPPER"),
+                    ints("strides", &[2, 2]),
+                ],
+            ),
+            inits: w(1, 3),
+        },
+        Form {
+            name: "grouped SAME_LOWER",
+            node: with(
+                "Conv",
+                &["x", "wf"],
+                vec![int("group", 2), string("auto_pad", "SAME_LOWER")],
+            ),
+            inits: w(2, 4),
+        },
+        Form {
+            name: "dilated 2, asymmetric pads, bias",
+            node: with(
+                "Conv",
+                &["x", "wf", "bf"],
+                vec![ints("dilations", &[2, 2]), ints("pads", &[2, 1, 0, 3])],
+            ),
+            inits: vec![weights("wf", &[4, 4, 3, 3], 6.0), weights("bf", &[4], 7.0)],
+        },
+        Form {
+            name: "VALID stride 2 kernel 2",
+            node: with(
+                "Conv",
+                &["x", "wf"],
+                vec![string("auto_pad", "VALID"), ints("strides", &[2, 2])],
+            ),
+            inits: w(4, 2),
+        },
+        Form {
+            name: "MaxPool 3x3 stride 2 ceil_mode",
+            node: with(
+                "MaxPool",
+                &["x"],
+                vec![
+                    ints("kernel_shape", &[3, 3]),
+                    ints("strides", &[2, 2]),
+                    int("ceil_mode", 1),
+                ],
+            ),
+            inits: Vec::new(),
+        },
+        Form {
+            name: "AveragePool count_include_pad",
+            node: with(
+                "AveragePool",
+                &["x"],
+                vec![
+                    ints("kernel_shape", &[3, 3]),
+                    ints("pads", &[1, 1, 1, 1]),
+                    int("count_include_pad", 1),
+                ],
+            ),
+            inits: Vec::new(),
+        },
+        Form {
+            name: "AveragePool excluding pads, stride 2",
+            node: with(
+                "AveragePool",
+                &["x"],
+                vec![
+                    ints("kernel_shape", &[3, 3]),
+                    ints("pads", &[1, 0, 1, 2]),
+                    ints("strides", &[2, 2]),
+                ],
+            ),
+            inits: Vec::new(),
+        },
+        Form {
+            name: "BatchNormalization",
+            node: with(
+                "BatchNormalization",
+                &["x", "bn_s", "bn_b", "bn_m", "bn_v"],
+                Vec::new(),
+            ),
+            inits: vec![
+                weights("bn_s", &[4], 1.0),
+                weights("bn_b", &[4], 2.0),
+                weights("bn_m", &[4], 3.0),
+                float_init("bn_v", &[4], &[0.5, 1.0, 1.5, 2.0]),
+            ],
+        },
+    ]
+}
+
+/// Every Conv and pool form the rule table accepts, followed by Relu, a channel Concat with
+/// it, a per-channel Mul and a 3×3 Conv, cut into a 3×2 grid: onnxruntime must agree with the
+/// unsplit model element by element (and onnx.checker accept the rewrite).
+#[test]
+fn every_window_form_tiles_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, form) in forms().into_iter().enumerate() {
+        let mut inits = form.inits;
+        inits.push(weights("wl", &[4, 8, 3, 3], 9.0));
+        inits.push(weights("scale", &[8, 1, 1], 4.0));
+        let mut last = conv("m", "wl", "y", 1);
+        last.name = Some("last".into());
+        let graph = GraphProto {
+            name: Some("form".into()),
+            node: vec![
+                form.node,
+                node("Relu", &["v"], &["r"]),
+                {
+                    let mut n = node("Concat", &["v", "r"], &["c"]);
+                    n.attribute = vec![int("axis", 1)];
+                    n
+                },
+                node("Mul", &["c", "scale"], &["m"]),
+                last,
+            ],
+            input: vec![float_info("x", &[1, 4, 13, 11])],
+            output: vec![{
+                let mut y = float_info("y", &[]);
+                if let Some(onnx_memplan::onnx::proto::type_proto::Value::TensorType(t)) =
+                    y.r#type.as_mut().and_then(|t| t.value.as_mut())
+                {
+                    t.shape = None;
+                }
+                y
+            }],
+            initializer: inits,
+            ..Default::default()
+        };
+        let path = dir.path().join(format!("form{i}.onnx"));
+        write_model(&model(graph), &path);
+        let (mut proto, typed, _) = load_typed(&path, &Default::default()).unwrap();
+        let g = &typed.graph;
+        // The output's shape depends on the form: write the inferred one into both models.
+        proto.graph.as_mut().unwrap().output[0].r#type =
+            Some(g.value("y").unwrap().ty.as_ref().unwrap().to_proto());
+        write_model(&proto, &path);
+        let order: Vec<usize> = (0..g.nodes.len()).collect();
+        let chain = chain_of(g, &order).unwrap_or_else(|| panic!("{}: not a chain", form.name));
+        let tiling =
+            tile(g, &chain, [3, 2]).unwrap_or_else(|| panic!("{}: no 3×2 grid", form.name));
+        let rewritten = rewrite(&proto, g, &order, &chain, &tiling, "split1");
+        let split = dir.path().join(format!("form{i}.split.onnx"));
+        {
+            use prost::Message;
+            std::fs::write(&split, rewritten.model.encode_to_vec()).unwrap();
+        }
+        eprintln!("{}:", form.name);
+        compare_in_onnxruntime(&path, &split);
+    }
+}
