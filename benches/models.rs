@@ -157,7 +157,7 @@ fn main() {
             s.lower_bound_bytes,
             arena as f64 / s.lower_bound_bytes.max(1) as f64,
             if s.proven_optimal { "yes" } else { "no" },
-            s.plan_ms,
+            planned.timings.plan_ms,
             pass_ms / floor.max(1e-9),
         );
     }

@@ -70,6 +70,18 @@ pub struct Planned {
     pub table: Table,
     /// What inference noticed (declared types that disagree).
     pub report: InferReport,
+    /// How long the pass took (reported, never written to the table).
+    pub timings: Timings,
+}
+
+/// Wall-clock times of a pass, in milliseconds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    /// Time spent in the planner.
+    pub plan_ms: f64,
+    /// Time of the whole pass, from reading the file to the verified table (set by the caller
+    /// that read the file).
+    pub total_ms: f64,
 }
 
 impl Planned {
@@ -104,7 +116,7 @@ impl Planned {
             self.table.tensors.len(),
             s.planner,
             if s.proven_optimal { ", optimal" } else { "" },
-            s.total_ms,
+            self.timings.total_ms,
         ) + &crate::modes::summary(&self.table)
             + &crate::split::summary(&self.table)
     }
@@ -194,7 +206,7 @@ fn plan_bytes(
         }
         None => planned.table.model.sha256 = digest,
     }
-    planned.table.stats.total_ms = started.elapsed().as_secs_f64() * 1e3;
+    planned.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(planned)
 }
 
@@ -305,8 +317,6 @@ fn plan_proto(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
             schedule: method.to_string(),
             stored_lower_bound_bytes: stored_bound,
             proven_optimal: solution.proven_optimal,
-            plan_ms,
-            total_ms: 0.0,
         },
         tensors: emit::tensor_entries(
             graph,
@@ -342,6 +352,10 @@ fn plan_proto(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
         model,
         table,
         report,
+        timings: Timings {
+            plan_ms,
+            total_ms: 0.0,
+        },
     })
 }
 
@@ -399,10 +413,10 @@ pub fn read_table(path: &Path) -> Result<Table> {
     Ok(table)
 }
 
-/// Writes the table as pretty JSON, atomically.
-pub fn write_table(table: &Table, path: &Path) -> Result<()> {
+/// Stages the table as pretty JSON for `outputs` to write.
+pub fn write_table(table: &Table, path: &Path, outputs: &mut crate::onnx::Outputs) -> Result<()> {
     let text = serde_json::to_string_pretty(table).context("encoding the table")?;
-    crate::onnx::write_atomic(path, text.as_bytes())
+    outputs.bytes(path, text.as_bytes())
 }
 
 fn prefix(path: &Path, e: anyhow::Error) -> anyhow::Error {

@@ -80,14 +80,14 @@ impl ModeArgs {
         })
     }
 
-    /// Writes the figures asked for.
-    pub fn write_figures(&self, planned: &Planned) -> Result<()> {
+    /// Stages the figures asked for.
+    pub fn write_figures(&self, planned: &Planned, outputs: &mut onnx::Outputs) -> Result<()> {
         if let Some(path) = &self.svg {
-            onnx::write_atomic(path, render_svg(&planned.table, self.colour_by).as_bytes())?;
+            outputs.bytes(path, render_svg(&planned.table, self.colour_by).as_bytes())?;
         }
         if let Some(path) = &self.html {
             let page = render_html(&planned.table, &planned.summary(), self.colour_by);
-            onnx::write_atomic(path, page.as_bytes())?;
+            outputs.bytes(path, page.as_bytes())?;
         }
         Ok(())
     }

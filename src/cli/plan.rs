@@ -114,10 +114,12 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let annotated = planned.annotated_bytes(&table_name, &model_name);
-    onnx::copy_external_files(&planned.original, &args.model, &output)?;
-    write_table(&planned.table, &table_path)?;
-    onnx::write_atomic(&output, &annotated)?;
-    args.modes.write_figures(&planned)?;
+    let mut outputs = onnx::Outputs::new();
+    outputs.external_data(&planned.original, &args.model, &output)?;
+    write_table(&planned.table, &table_path, &mut outputs)?;
+    outputs.bytes(&output, &annotated)?;
+    args.modes.write_figures(&planned, &mut outputs)?;
+    outputs.commit()?;
     eprintln!("{}", planned.summary());
     Ok(0)
 }

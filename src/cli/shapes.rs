@@ -45,8 +45,10 @@ pub fn run(args: &ShapesArgs) -> Result<i32> {
         if std::fs::canonicalize(out).ok() == std::fs::canonicalize(&args.model).ok() {
             bail_input!("{}: refusing to overwrite the input model", out.display());
         }
-        onnx::copy_external_files(&proto, &args.model, out)?;
-        onnx::save_model(&emit::with_inferred_types(&proto, graph), out)?;
+        let mut outputs = onnx::Outputs::new();
+        outputs.external_data(&proto, &args.model, out)?;
+        outputs.model(out, &emit::with_inferred_types(&proto, graph))?;
+        outputs.commit()?;
     }
     let mut text = String::new();
     if args.json {

@@ -1,7 +1,6 @@
 //! `onnx-memplan solve PROBLEM.csv`: plan a raw DSA problem in MiniMalloc's CSV format.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -70,7 +69,9 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<i32> {
     let naive: u64 = csv.problem.buffers.iter().map(|b| b.size).sum();
     eprintln!("{}", summary(&solution, naive, args.capacity, elapsed));
     if let Some(path) = &args.output {
-        write_atomically(path, &format_csv(&csv, &solution.offsets))?;
+        let mut outputs = crate::onnx::Outputs::new();
+        outputs.bytes(path, format_csv(&csv, &solution.offsets).as_bytes())?;
+        outputs.commit()?;
     }
     Ok(exit_code(&solution, args.capacity))
 }
@@ -110,27 +111,11 @@ fn summary(solution: &Solution, naive: u64, capacity: Option<u64>, elapsed: Dura
     )
 }
 
-/// Writes `text` to a temporary file next to `path`, then renames it over `path`, so readers
-/// never see a partial file.
-fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("{}: cannot create a file", dir.display()))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.flush())
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    file.persist(path)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::path::Path;
 
     #[derive(Parser)]
     struct Cli {

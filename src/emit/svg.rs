@@ -635,8 +635,6 @@ pub(crate) mod fixtures {
                 schedule: "stored".into(),
                 stored_lower_bound_bytes: 128,
                 proven_optimal: true,
-                plan_ms: 0.0,
-                total_ms: 0.0,
             },
             tensors,
             hierarchy: None,

@@ -20,7 +20,7 @@ pub struct Table {
     pub schedule: Vec<usize>,
     /// The arenas (one per memory tier; `main` for a flat plan).
     pub arenas: Vec<Arena>,
-    /// Plan quality and timing.
+    /// Plan quality (no timings: the same input and options give the same table).
     pub stats: Stats,
     /// Every tensor of the top-level graph the runtime holds, once each.
     pub tensors: Vec<TensorEntry>,
@@ -300,7 +300,7 @@ pub struct UnitInfo {
     pub nodes: usize,
 }
 
-/// Plan quality and timing.
+/// Plan quality (no timings: the same input and options give the same table).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Stats {
     /// Max over steps of live buffer bytes (after sharing, with alignment padding).
@@ -318,10 +318,6 @@ pub struct Stats {
     /// True when the arena is proven minimal for this order and these buffers.
     #[serde(default)]
     pub proven_optimal: bool,
-    /// Planning time in milliseconds.
-    pub plan_ms: f64,
-    /// Whole-pass time in milliseconds.
-    pub total_ms: f64,
 }
 
 /// One tensor's entry.

@@ -1,9 +1,9 @@
-//! Reading and writing model files: protobuf decode/encode, external-data checks, atomic writes.
+//! Reading model files: protobuf decode and external-data checks.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use bytes::Bytes;
 use prost::Message;
 
@@ -37,38 +37,6 @@ pub fn decode_model(path: &Path, data: Bytes) -> Result<ModelProto> {
     Ok(model)
 }
 
-/// Encodes a model and writes it atomically (temp file in the target folder, then rename).
-pub fn save_model(model: &ModelProto, path: &Path) -> Result<()> {
-    write_atomic(path, &model.encode_to_vec())
-}
-
-/// Writes bytes to `path` through a temporary file in the same folder and a rename, so a
-/// reader never sees a partial file.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = model_dir(path);
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| {
-        input_error!(
-            "{}: cannot create a file in {}: {e}",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    tmp.write_all(contents)
-        .with_context(|| format!("writing {}", path.display()))?;
-    // Temporary files are private (0600); the result gets an ordinary file's permissions.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(fs::Permissions::from_mode(0o644))
-            .with_context(|| format!("setting permissions of {}", path.display()))?;
-    }
-    tmp.persist(path)
-        .map_err(|e| input_error!("{}: cannot write: {}", path.display(), e.error))?;
-    Ok(())
-}
-
 /// The folder a model's relative external-data locations are resolved against.
 pub fn model_dir(path: &Path) -> PathBuf {
     match path.parent() {
@@ -89,34 +57,6 @@ pub fn external_files(model: &ModelProto) -> Vec<String> {
         Ok(())
     });
     files
-}
-
-/// Copies a model's external-data files next to an output model written in another folder,
-/// so the written model's relative locations resolve. Existing identical files are kept.
-pub fn copy_external_files(model: &ModelProto, from: &Path, to: &Path) -> Result<()> {
-    let (src_dir, dst_dir) = (model_dir(from), model_dir(to));
-    if fs::canonicalize(&src_dir).ok() == fs::canonicalize(&dst_dir).ok() {
-        return Ok(());
-    }
-    for name in external_files(model) {
-        let (src, dst) = (src_dir.join(&name), dst_dir.join(&name));
-        if dst.exists() {
-            if fs::read(&dst).ok() == fs::read(&src).ok() {
-                continue;
-            }
-            bail_input!(
-                "{}: exists and differs from the model's external data {}",
-                dst.display(),
-                src.display()
-            );
-        }
-        if let Some(parent) = dst.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        fs::copy(&src, &dst)
-            .map_err(|e| input_error!("{}: cannot copy external data: {e}", src.display()))?;
-    }
-    Ok(())
 }
 
 fn external_entry(tensor: &TensorProto, key: &str) -> Option<String> {

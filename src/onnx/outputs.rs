@@ -1,0 +1,378 @@
+//! Crash-safe output files. Every file a command writes is first written without a name (Linux
+//! `O_TMPFILE`; a hidden temporary elsewhere) and all of them get their names together at the
+//! end, in one burst of `linkat`/`rename` calls. A process killed before that burst leaves the
+//! previous files untouched and nothing else; stale temporaries of killed runs (only possible
+//! where `O_TMPFILE` is missing, or inside the burst) are removed by the next run writing the
+//! same file. Durability against power loss (`fsync`) is not attempted.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::io::{external_files, model_dir};
+use super::proto::ModelProto;
+use crate::{bail_input, input_error};
+
+/// Suffix of the hidden temporaries (`.<name>.<pid>.memplan-tmp`).
+const TEMP_SUFFIX: &str = ".memplan-tmp";
+
+/// A set of output files written in full before any of them is named.
+#[derive(Default)]
+pub struct Outputs {
+    staged: Vec<Staged>,
+}
+
+/// One output file waiting for its name.
+struct Staged {
+    target: PathBuf,
+    content: Content,
+}
+
+enum Content {
+    /// An unnamed file (`O_TMPFILE`), linked to its name at commit.
+    Unnamed(File),
+    /// A hidden temporary, renamed at commit (where `O_TMPFILE` is not available).
+    Named(File, PathBuf),
+    /// A hard link to an existing file of the same filesystem.
+    Link(PathBuf),
+}
+
+impl Outputs {
+    /// No files yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new, empty file that becomes `target` at [`Outputs::commit`].
+    pub fn file(&mut self, target: &Path) -> Result<&mut File> {
+        let dir = model_dir(target);
+        remove_stale_temporaries(target);
+        let content = match open_unnamed(&dir) {
+            Some(file) => Content::Unnamed(file),
+            None => {
+                let temp = temp_path(target);
+                let file = File::create(&temp).map_err(|e| {
+                    input_error!(
+                        "{}: cannot create a file in {}: {e}",
+                        target.display(),
+                        dir.display()
+                    )
+                })?;
+                Content::Named(file, temp)
+            }
+        };
+        self.staged.push(Staged {
+            target: target.to_path_buf(),
+            content,
+        });
+        match &mut self.staged.last_mut().expect("just pushed").content {
+            Content::Unnamed(file) | Content::Named(file, _) => Ok(file),
+            Content::Link(_) => unreachable!("a file was just staged"),
+        }
+    }
+
+    /// Stages `contents` as the file `target`.
+    pub fn bytes(&mut self, target: &Path, contents: &[u8]) -> Result<()> {
+        self.file(target)?
+            .write_all(contents)
+            .map_err(|e| input_error!("{}: cannot write: {e}", target.display()))
+    }
+
+    /// Stages the encoding of `model` as the file `target`.
+    pub fn model(&mut self, target: &Path, model: &ModelProto) -> Result<()> {
+        let file = self.file(target)?;
+        super::encode::write_model(model, file)
+            .map_err(|e| input_error!("{}: cannot write: {e}", target.display()))
+    }
+
+    /// Stages a model's external-data files next to an output model written in another folder,
+    /// so the written model's relative locations resolve: a hard link on the same filesystem,
+    /// else a copy. Existing identical files are kept (compared as streams); an existing file
+    /// that differs is an input error.
+    pub fn external_data(&mut self, model: &ModelProto, from: &Path, to: &Path) -> Result<()> {
+        let (src_dir, dst_dir) = (model_dir(from), model_dir(to));
+        if fs::canonicalize(&src_dir).ok() == fs::canonicalize(&dst_dir).ok() {
+            return Ok(());
+        }
+        for name in external_files(model) {
+            let (src, dst) = (src_dir.join(&name), dst_dir.join(&name));
+            if dst.exists() {
+                if same_contents(&src, &dst).unwrap_or(false) {
+                    continue;
+                }
+                bail_input!(
+                    "{}: exists and differs from the model's external data {}",
+                    dst.display(),
+                    src.display()
+                );
+            }
+            let dst_parent = model_dir(&dst);
+            fs::create_dir_all(&dst_parent)
+                .map_err(|e| input_error!("{}: cannot create: {e}", dst_parent.display()))?;
+            if same_filesystem(&src, &dst_parent) {
+                self.staged.push(Staged {
+                    target: dst,
+                    content: Content::Link(src),
+                });
+            } else {
+                let mut from = File::open(&src)
+                    .map_err(|e| input_error!("{}: cannot read: {e}", src.display()))?;
+                io::copy(&mut from, self.file(&dst)?).map_err(|e| {
+                    input_error!("{}: cannot copy external data: {e}", src.display())
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Names every staged file, in the order staged, one right after the other.
+    pub fn commit(mut self) -> Result<()> {
+        // The files being replaced stay open until every name is in place, so the burst of
+        // renames does not also free their blocks (which takes long for big files and would
+        // widen the moment in which a kill leaves old and new files side by side).
+        let _replaced: Vec<File> = self
+            .staged
+            .iter()
+            .filter_map(|s| File::open(&s.target).ok())
+            .collect();
+        for staged in &self.staged {
+            if let Content::Unnamed(file) | Content::Named(file, _) = &staged.content {
+                start_writeback(file);
+            }
+        }
+        for staged in std::mem::take(&mut self.staged) {
+            let target = &staged.target;
+            let failed = |e: io::Error| input_error!("{}: cannot write: {e}", target.display());
+            match staged.content {
+                Content::Unnamed(mut file) => name_unnamed(&mut file, target).map_err(failed)?,
+                Content::Named(file, temp) => {
+                    drop(file);
+                    let renamed = fs::rename(&temp, target);
+                    if renamed.is_err() {
+                        let _ = fs::remove_file(&temp);
+                    }
+                    renamed.map_err(failed)?
+                }
+                Content::Link(source) => match fs::hard_link(&source, target) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        if !same_contents(&source, target).unwrap_or(false) {
+                            bail_input!(
+                                "{}: exists and differs from the model's external data {}",
+                                target.display(),
+                                source.display()
+                            );
+                        }
+                    }
+                    Err(_) => {
+                        let mut copy = Outputs::new();
+                        let mut from = File::open(&source)
+                            .with_context(|| format!("reading {}", source.display()))?;
+                        io::copy(&mut from, copy.file(target)?).map_err(failed)?;
+                        copy.commit()?;
+                    }
+                },
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Outputs {
+    /// Removes the hidden temporaries of files never committed (unnamed ones vanish by
+    /// themselves).
+    fn drop(&mut self) {
+        for staged in &self.staged {
+            if let Content::Named(_, temp) = &staged.content {
+                let _ = fs::remove_file(temp);
+            }
+        }
+    }
+}
+
+/// Starts writing a file's data to disk (not waiting for it). Filesystems that allocate
+/// blocks late (ext4) otherwise do it inside the rename that replaces an existing file, which
+/// would make that rename slow and the burst of renames long.
+#[cfg(target_os = "linux")]
+fn start_writeback(file: &File) {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: a plain system call on an open descriptor; the result is only a hint.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_file: &File) {}
+
+/// `dir/.name.<pid>.memplan-tmp` for `dir/name`.
+fn temp_path(target: &Path) -> PathBuf {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    target.with_file_name(format!(".{name}.{}{TEMP_SUFFIX}", std::process::id()))
+}
+
+/// Removes `.name.<pid>.memplan-tmp` files beside `target` left by processes that no longer run.
+fn remove_stale_temporaries(target: &Path) {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(model_dir(target)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let pid = file
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(TEMP_SUFFIX))
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !process_alive(pid)
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(not(unix))]
+fn process_alive(pid: u32) -> bool {
+    pid == std::process::id()
+}
+
+/// An unnamed file in `dir` (Linux `O_TMPFILE`), or `None` where the system or filesystem
+/// has none.
+#[cfg(target_os = "linux")]
+fn open_unnamed(dir: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o666)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+        .ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_unnamed(_dir: &Path) -> Option<File> {
+    None
+}
+
+/// Gives an unnamed file the name `target`: a direct link when the name is free; a link to a
+/// hidden temporary renamed over it when it exists; a copy when linking is not possible (no
+/// `/proc`).
+fn name_unnamed(file: &mut File, target: &Path) -> io::Result<()> {
+    match link_unnamed(file, target) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let temp = temp_path(target);
+            let _ = fs::remove_file(&temp);
+            if link_unnamed(file, &temp).is_ok() {
+                return fs::rename(&temp, target).inspect_err(|_| {
+                    let _ = fs::remove_file(&temp);
+                });
+            }
+        }
+        Err(_) => {}
+    }
+    let temp = temp_path(target);
+    let copied = (|| {
+        file.rewind()?;
+        let mut out = File::create(&temp)?;
+        io::copy(file, &mut out)?;
+        fs::rename(&temp, target)
+    })();
+    if copied.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    copied
+}
+
+#[cfg(target_os = "linux")]
+fn link_unnamed(file: &File, target: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = CString::new(target.as_os_str().as_bytes())?;
+    // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
+    let status = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn link_unnamed(_file: &File, _target: &Path) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// True when `a` and `b` hold the same bytes: the same file, or equal streams.
+fn same_contents(a: &Path, b: &Path) -> io::Result<bool> {
+    let (ma, mb) = (fs::metadata(a)?, fs::metadata(b)?);
+    if ma.len() != mb.len() {
+        return Ok(false);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if (ma.dev(), ma.ino()) == (mb.dev(), mb.ino()) {
+            return Ok(true);
+        }
+    }
+    const CHUNK: usize = 1 << 20;
+    let (mut fa, mut fb) = (File::open(a)?, File::open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+    loop {
+        let n = read_full(&mut fa, &mut ba)?;
+        if n != read_full(&mut fb, &mut bb[..n])? || ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+        if n < CHUNK {
+            return Ok(read_full(&mut fb, &mut bb[..1])? == 0);
+        }
+    }
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(unix)]
+fn same_filesystem(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    matches!((fs::metadata(a), fs::metadata(b)), (Ok(x), Ok(y)) if x.dev() == y.dev())
+}
+
+#[cfg(not(unix))]
+fn same_filesystem(_a: &Path, _b: &Path) -> bool {
+    false
+}

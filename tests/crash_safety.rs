@@ -1,0 +1,279 @@
+//! Crash safety: `plan` killed with SIGKILL at random moments leaves, in its output folder,
+//! either the previous complete outputs or the new complete ones, never a partial file, a mix
+//! of the two runs, or a stray temporary. The references are two complete runs of the same
+//! model with different options (so every output file differs between them).
+
+#![cfg(unix)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use common::{float_info, model, node, write_model};
+use onnx_memplan::onnx::proto::{GraphProto, TensorProto};
+
+/// A chain of `layers` MatMul+Relu blocks over `[1, 64, width]` with `width × width` weights
+/// (deterministic bytes), about `4 · layers · width²` bytes of inline weights.
+fn weighted_chain(layers: usize, width: i64) -> onnx_memplan::onnx::proto::ModelProto {
+    let mut nodes = Vec::new();
+    let mut inits = Vec::new();
+    let mut x = "x".to_string();
+    for l in 0..layers {
+        let (w, mm, out) = (format!("w{l}"), format!("mm{l}"), format!("h{l}"));
+        let raw: Vec<u8> = (0..width * width * 4)
+            .map(|i| (i as usize * 31 + l * 7) as u8)
+            .collect();
+        inits.push(TensorProto {
+            name: Some(w.clone()),
+            dims: vec![width, width],
+            data_type: Some(1),
+            raw_data: Some(raw.into()),
+            ..Default::default()
+        });
+        nodes.push(node("MatMul", &[&x, &w], &[&mm]));
+        nodes.push(node("Relu", &[&mm], &[&out]));
+        x = out;
+    }
+    model(GraphProto {
+        name: Some("weighted_chain".into()),
+        node: nodes,
+        initializer: inits,
+        input: vec![float_info("x", &[1, 64, width])],
+        output: vec![float_info(&x, &[1, 64, width])],
+        ..Default::default()
+    })
+}
+
+/// Every file in `dir` by name, with its bytes.
+fn folder(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("read the folder")
+        .map(|e| {
+            let e = e.expect("entry");
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).expect("read an output"),
+            )
+        })
+        .collect()
+}
+
+fn plan_command(model: &Path, out: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_onnx-memplan"));
+    cmd.arg("plan")
+        .arg(model)
+        .arg("-o")
+        .arg(out.join("m.memplan.onnx"))
+        .arg("--svg")
+        .arg(out.join("m.svg"))
+        .args(extra)
+        .stderr(std::process::Stdio::null());
+    cmd
+}
+
+fn reset(dir: &Path, contents: &BTreeMap<String, Vec<u8>>) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("create the output folder");
+    for (name, bytes) in contents {
+        std::fs::write(dir.join(name), bytes).expect("restore a previous output");
+    }
+}
+
+#[test]
+fn kills_leave_previous_or_new_outputs_only() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let model_path = tmp.path().join("m.onnx");
+    // 8 layers of 1024×1024 floats: 32 MiB, so reading, hashing, planning and writing each
+    // take a visible share of a run.
+    write_model(&weighted_chain(8, 1024), &model_path);
+    let (old_dir, new_dir, out) = (
+        tmp.path().join("old"),
+        tmp.path().join("new"),
+        tmp.path().join("out"),
+    );
+    let old_options = ["--no-inplace"];
+    for (dir, extra) in [(&old_dir, &old_options[..]), (&new_dir, &[][..])] {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        let status = plan_command(&model_path, dir, extra)
+            .status()
+            .expect("plan runs");
+        assert!(status.success(), "reference run failed");
+    }
+    let (old, new) = (folder(&old_dir), folder(&new_dir));
+    assert_eq!(old.len(), 3, "table, model and diagram: {:?}", old.keys());
+    assert_eq!(
+        old.keys().collect::<Vec<_>>(),
+        new.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &old {
+        assert!(
+            bytes != &new[name],
+            "{name} must differ between the two references"
+        );
+    }
+
+    // How long a whole run takes here (the fastest of three), to spread the kills over it.
+    let mut run = std::time::Duration::MAX;
+    for _ in 0..3 {
+        reset(&out, &BTreeMap::new());
+        let started = Instant::now();
+        assert!(
+            plan_command(&model_path, &out, &[])
+                .status()
+                .unwrap()
+                .success()
+        );
+        run = run.min(started.elapsed());
+        assert!(folder(&out) == new, "a run is deterministic");
+    }
+
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let (mut killed_running, mut finished) = (0, 0);
+    for i in 0..100 {
+        // Start from the previous outputs, or (every fourth time) from an empty folder.
+        let previous = if i % 4 == 0 {
+            BTreeMap::new()
+        } else {
+            old.clone()
+        };
+        reset(&out, &previous);
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let fraction = (seed >> 11) as f64 / (1u64 << 53) as f64;
+        let mut child = plan_command(&model_path, &out, &[]).spawn().expect("spawn");
+        std::thread::sleep(run.mul_f64(fraction));
+        match child.try_wait().expect("poll") {
+            Some(_) => finished += 1,
+            None => {
+                child.kill().expect("SIGKILL");
+                killed_running += 1;
+            }
+        }
+        child.wait().expect("reap");
+        let after = folder(&out);
+        let stray: Vec<_> = after.keys().filter(|n| !new.contains_key(*n)).collect();
+        assert!(
+            stray.is_empty(),
+            "kill {i} at {fraction:.3} of a run left {stray:?}"
+        );
+        assert!(
+            after == previous || after == new,
+            "kill {i} at {fraction:.3} of a run left neither the previous nor the new outputs: {:?}",
+            after
+                .iter()
+                .map(|(n, b)| (
+                    n,
+                    if Some(b) == previous.get(n) {
+                        "previous"
+                    } else if b == &new[n] {
+                        "new"
+                    } else {
+                        "partial"
+                    }
+                ))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        killed_running >= 40,
+        "only {killed_running} of 100 kills hit a running pass ({finished} had finished; a run takes {run:?})"
+    );
+}
+
+#[test]
+fn a_run_removes_temporaries_left_by_killed_runs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let model_path = tmp.path().join("m.onnx");
+    write_model(&weighted_chain(2, 64), &model_path);
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    // Temporaries named as ours, of a process id above Linux's maximum (so not running), and
+    // an unrelated file that must stay.
+    let stale = [
+        ".m.memplan.onnx.99999999.memplan-tmp",
+        ".m.memplan.json.99999999.memplan-tmp",
+    ];
+    for name in stale.iter().chain([&"keep.txt"]) {
+        std::fs::write(out.join(name), b"partial").expect("write");
+    }
+    assert!(
+        plan_command(&model_path, &out, &[])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let names: Vec<String> = folder(&out).into_keys().collect();
+    assert_eq!(
+        names,
+        ["keep.txt", "m.memplan.json", "m.memplan.onnx", "m.svg"]
+    );
+}
+
+/// A model whose one weight lives in `weights.bin` beside it.
+fn external_model(dir: &Path) -> std::path::PathBuf {
+    use onnx_memplan::onnx::proto::StringStringEntryProto;
+    let entry = |k: &str, v: &str| StringStringEntryProto {
+        key: Some(k.into()),
+        value: Some(v.into()),
+    };
+    let mut m = weighted_chain(1, 64);
+    let graph = m.graph.as_mut().expect("graph");
+    let w = &mut graph.initializer[0];
+    let raw = w.raw_data.take().expect("raw");
+    std::fs::write(dir.join("weights.bin"), &raw).expect("write weights");
+    w.data_location = Some(1);
+    w.external_data = vec![
+        entry("location", "weights.bin"),
+        entry("length", &raw.len().to_string()),
+    ];
+    let path = dir.join("m.onnx");
+    write_model(&m, &path);
+    path
+}
+
+#[test]
+fn external_data_is_linked_once_and_compared_after() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).expect("mkdir");
+    let model_path = external_model(&src);
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    for _ in 0..2 {
+        assert!(
+            plan_command(&model_path, &out, &[])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let (a, b) = (
+            std::fs::metadata(src.join("weights.bin")).unwrap(),
+            std::fs::metadata(out.join("weights.bin")).unwrap(),
+        );
+        assert_eq!(
+            (a.dev(), a.ino()),
+            (b.dev(), b.ino()),
+            "a hard link, not a copy"
+        );
+    }
+    // A copy with the same bytes is kept; one that differs is refused (exit 2), untouched.
+    std::fs::remove_file(out.join("weights.bin")).unwrap();
+    std::fs::copy(src.join("weights.bin"), out.join("weights.bin")).unwrap();
+    assert!(
+        plan_command(&model_path, &out, &[])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut changed = std::fs::read(out.join("weights.bin")).unwrap();
+    changed[100] ^= 1;
+    std::fs::write(out.join("weights.bin"), &changed).unwrap();
+    let status = plan_command(&model_path, &out, &[]).status().unwrap();
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(std::fs::read(out.join("weights.bin")).unwrap(), changed);
+}
