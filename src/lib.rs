@@ -15,4 +15,5 @@ pub mod pipeline;
 pub mod plan;
 pub mod schedule;
 pub mod split;
+pub mod symbolic;
 pub mod verify;

@@ -69,7 +69,7 @@ fn conv_auto_pad_modes() {
 }
 
 #[test]
-fn conv_keeps_symbols_where_the_size_is_preserved() {
+fn conv_keeps_symbols_and_forms_stride_expressions() {
     let y = conv(
         &["N", "3", "H", "W"],
         &[16, 3, 3, 3],
@@ -81,7 +81,16 @@ fn conv_keeps_symbols_where_the_size_is_preserved() {
         &[16, 3, 3, 3],
         vec![a_ints("strides", &[2, 2])],
     );
-    assert_eq!(y, "N×16×?×?");
+    // ONNX's rule floor((H + 0 - 3) / 2) + 1, worked by hand: floor((H - 3)/2) + 1 =
+    // floor((H + 1)/2) - 2 + 1.
+    assert_eq!(y, "N×16×((H + 1)//2 - 1)×((W + 1)//2 - 1)");
+    // SAME_UPPER: ceil(H / 2) = floor((H + 1) / 2) whatever H is.
+    let y = conv(
+        &["N", "3", "H", "W"],
+        &[16, 3, 3, 3],
+        vec![a_str("auto_pad", "SAME_UPPER"), a_ints("strides", &[2, 2])],
+    );
+    assert_eq!(y, "N×16×((H + 1)//2)×((W + 1)//2)");
 }
 
 #[test]

@@ -7,9 +7,10 @@ use crate::infer::InferOptions;
 /// `--dim` / `--input-shape` / `--trust-value-info`, shared by every command that infers.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ShapeArgs {
-    /// Bind a symbolic dimension, e.g. `--dim batch=1` (repeatable).
-    #[arg(long = "dim", value_name = "NAME=N", value_parser = parse_dim)]
-    pub dims: Vec<(String, i64)>,
+    /// Bind a symbolic dimension to a size, `--dim batch=1`, or to an integer range,
+    /// `--dim sequence=1..512` (repeatable).
+    #[arg(long = "dim", value_name = "NAME=N|LO..HI", value_parser = parse_dim)]
+    pub dims: Vec<(String, (i64, i64))>,
     /// Give an input's whole shape, e.g. `--input-shape images=1x3x224x224` (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=AxBxC", value_parser = parse_input_shape)]
     pub input_shapes: Vec<(String, Vec<i64>)>,
@@ -22,25 +23,45 @@ impl ShapeArgs {
     /// The inference options these flags describe.
     pub fn infer_options(&self) -> InferOptions {
         InferOptions {
-            dims: self.dims.iter().cloned().collect::<BTreeMap<_, _>>(),
+            dims: self
+                .dims
+                .iter()
+                .filter(|(_, (lo, hi))| lo == hi)
+                .map(|(name, (lo, _))| (name.clone(), *lo))
+                .collect::<BTreeMap<_, _>>(),
+            ranges: self
+                .dims
+                .iter()
+                .filter(|(_, (lo, hi))| lo != hi)
+                .cloned()
+                .collect(),
             input_shapes: self.input_shapes.iter().cloned().collect(),
             trust_value_info: self.trust_value_info,
         }
     }
 }
 
-fn parse_dim(s: &str) -> Result<(String, i64), String> {
+/// `NAME=N` (the range `N..N`) or `NAME=LO..HI` with `0 ≤ LO ≤ HI`.
+fn parse_dim(s: &str) -> Result<(String, (i64, i64)), String> {
     let (name, value) = s
         .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not NAME=N"))?;
-    let n: i64 = value
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{value}' in '{s}' is not a whole number"))?;
-    if n < 0 || name.is_empty() {
+        .ok_or_else(|| format!("'{s}' is not NAME=N or NAME=LO..HI"))?;
+    let number = |v: &str| {
+        v.trim()
+            .parse::<i64>()
+            .map_err(|_| format!("'{v}' in '{s}' is not a whole number"))
+    };
+    let (lo, hi) = match value.split_once("..") {
+        Some((lo, hi)) => (number(lo)?, number(hi)?),
+        None => (number(value)?, number(value)?),
+    };
+    if lo < 0 || name.is_empty() {
         return Err(format!("'{s}': need a name and a size ≥ 0"));
     }
-    Ok((name.to_string(), n))
+    if hi < lo {
+        return Err(format!("'{s}': the range is empty ({hi} < {lo})"));
+    }
+    Ok((name.to_string(), (lo, hi)))
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Vec<i64>), String> {
@@ -69,7 +90,13 @@ mod tests {
 
     #[test]
     fn parses_bindings() {
-        assert_eq!(parse_dim("batch=4"), Ok(("batch".into(), 4)));
+        assert_eq!(parse_dim("batch=4"), Ok(("batch".into(), (4, 4))));
+        assert_eq!(
+            parse_dim("sequence=1..512"),
+            Ok(("sequence".into(), (1, 512)))
+        );
+        assert!(parse_dim("sequence=8..1").is_err());
+        assert!(parse_dim("sequence=1..x").is_err());
         assert!(parse_dim("batch").is_err());
         assert!(parse_dim("batch=-1").is_err());
         assert_eq!(

@@ -93,6 +93,7 @@ fn type_json(ty: &ValueType) -> serde_json::Value {
             "shape": t.shape.as_ref().map(|s| s.iter().map(|d| match d {
                 Dim::Known(v) => json!(v),
                 Dim::Symbol(s) => json!(s),
+                Dim::Expr(e) => json!(e.to_string()),
                 Dim::Unknown => serde_json::Value::Null,
             }).collect::<Vec<_>>()),
         }),

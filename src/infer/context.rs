@@ -103,6 +103,17 @@ impl<'a> NodeCtx<'a> {
         crate::input_error!("{}: {msg}", self.label())
     }
 
+    /// A proven lower bound of a dimension over the symbols' ranges (see
+    /// [`crate::symbolic::min_value`]); `None` when unknown or not provable.
+    pub fn dim_min(&self, d: &Dim) -> Option<i64> {
+        crate::symbolic::min_value(&d.expr()?, &self.env.options.ranges)
+    }
+
+    /// True when a dimension is provably non-negative for every value of its symbols.
+    pub fn proven_nonneg(&self, d: &Dim) -> bool {
+        self.dim_min(d).is_some_and(|v| v >= 0)
+    }
+
     // ---- inputs ----
 
     /// Number of input slots (including omitted optional ones).

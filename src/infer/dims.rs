@@ -1,7 +1,9 @@
-//! Arithmetic on dimensions and shapes. Arithmetic involving a symbol yields `Unknown`, except
-//! for identities (`n·1`, `n+0`, `n/1`), which keep the symbol.
+//! Arithmetic on dimensions and shapes. Known and symbolic dimensions combine into symbolic
+//! expressions ([`crate::symbolic::Expr`]); anything involving an unknown dimension (or an
+//! overflow) is unknown, except the identities `d·1`, `d+0` and `d·0`.
 
 use crate::ir::Dim;
+use crate::symbolic::Expr;
 
 /// Normalises a possibly negative axis into `0..rank`.
 pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
@@ -10,22 +12,55 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     (0..r).contains(&a).then_some(a as usize)
 }
 
+/// Combines two dimensions through their expressions; `Unknown` when either is unknown or
+/// `f` fails.
+fn combine(a: &Dim, b: &Dim, f: impl Fn(&Expr, &Expr) -> Option<Expr>) -> Dim {
+    match (a.expr(), b.expr()) {
+        (Some(x), Some(y)) => f(&x, &y).map_or(Dim::Unknown, Dim::from_expr),
+        _ => Dim::Unknown,
+    }
+}
+
 /// `a + b`.
 pub fn add(a: &Dim, b: &Dim) -> Dim {
     match (a, b) {
-        (Dim::Known(x), Dim::Known(y)) => x.checked_add(*y).map_or(Dim::Unknown, Dim::Known),
         (d, Dim::Known(0)) | (Dim::Known(0), d) => d.clone(),
-        _ => Dim::Unknown,
+        _ => combine(a, b, Expr::add),
+    }
+}
+
+/// `a - b`.
+pub fn sub(a: &Dim, b: &Dim) -> Dim {
+    match (a, b) {
+        (d, Dim::Known(0)) => d.clone(),
+        _ => combine(a, b, Expr::sub),
     }
 }
 
 /// `a · b`.
 pub fn mul(a: &Dim, b: &Dim) -> Dim {
     match (a, b) {
-        (Dim::Known(x), Dim::Known(y)) => x.checked_mul(*y).map_or(Dim::Unknown, Dim::Known),
         (d, Dim::Known(1)) | (Dim::Known(1), d) => d.clone(),
         (_, Dim::Known(0)) | (Dim::Known(0), _) => Dim::Known(0),
-        _ => Dim::Unknown,
+        _ => combine(a, b, Expr::mul),
+    }
+}
+
+/// `floor(a / k)` for a positive constant `k`.
+pub fn floor_div(a: &Dim, k: i64) -> Dim {
+    match a {
+        Dim::Known(v) if k > 0 => Dim::Known(v.div_euclid(k)),
+        d if k == 1 => d.clone(),
+        _ => combine(a, &Dim::Known(k), |x, _| x.floor_div(k)),
+    }
+}
+
+/// `a / b` when it divides exactly (`768·n / 12 = 64·n`); `Unknown` otherwise.
+pub fn div_exact(a: &Dim, b: &Dim) -> Dim {
+    match (a, b) {
+        (Dim::Known(x), Dim::Known(y)) if *y != 0 && x % y == 0 => Dim::Known(x / y),
+        (d, Dim::Known(1)) => d.clone(),
+        _ => combine(a, b, Expr::div_exact),
     }
 }
 
@@ -64,7 +99,7 @@ pub fn broadcast(shapes: &[&[Dim]]) -> Result<Vec<Dim>, String> {
 /// The broadcast of the dimensions meeting at one axis; `None` when they conflict.
 fn broadcast_dims<'a>(dims: impl Iterator<Item = &'a Dim>) -> Option<Dim> {
     let mut known: Option<i64> = None;
-    let mut symbol: Option<&String> = None;
+    let mut symbol: Option<&Dim> = None;
     let mut mixed = false;
     let mut unknown = false;
     for d in dims {
@@ -74,16 +109,16 @@ fn broadcast_dims<'a>(dims: impl Iterator<Item = &'a Dim>) -> Option<Dim> {
                 Some(k) if k != *v => return None,
                 _ => known = Some(*v),
             },
-            Dim::Symbol(s) => match symbol {
-                Some(prev) if prev != s => mixed = true,
-                _ => symbol = Some(s),
+            Dim::Symbol(_) | Dim::Expr(_) => match symbol {
+                Some(prev) if prev != d => mixed = true,
+                _ => symbol = Some(d),
             },
             Dim::Unknown => unknown = true,
         }
     }
     Some(match (known, symbol) {
         (Some(k), _) => Dim::Known(k),
-        (None, Some(s)) if !mixed && !unknown => Dim::Symbol(s.clone()),
+        (None, Some(s)) if !mixed && !unknown => s.clone(),
         (None, None) if !unknown => Dim::Known(1),
         _ => Dim::Unknown,
     })
@@ -114,9 +149,17 @@ mod tests {
     }
 
     #[test]
-    fn symbol_arithmetic_keeps_identities_only() {
+    fn symbol_arithmetic_forms_expressions() {
         assert_eq!(mul(&sym("n"), &Dim::Known(1)), sym("n"));
-        assert_eq!(mul(&sym("n"), &Dim::Known(2)), Dim::Unknown);
+        assert_eq!(mul(&sym("n"), &Dim::Known(2)).to_string(), "2*n");
         assert_eq!(add(&sym("n"), &Dim::Known(0)), sym("n"));
+        let twice = add(&sym("n"), &sym("n"));
+        assert_eq!(div_exact(&twice, &Dim::Known(2)), sym("n"));
+        assert_eq!(sub(&twice, &sym("n")), sym("n"));
+        assert_eq!(
+            floor_div(&add(&sym("n"), &Dim::Known(1)), 2).to_string(),
+            "(n + 1)//2"
+        );
+        assert_eq!(mul(&sym("n"), &Dim::Unknown), Dim::Unknown);
     }
 }

@@ -24,6 +24,9 @@ pub use context::{NodeCtx, Rule};
 pub struct InferOptions {
     /// Symbolic dimension bindings (`--dim batch=1`).
     pub dims: BTreeMap<String, i64>,
+    /// Integer ranges of symbols left symbolic (`--dim sequence=1..512`): they let rules
+    /// prove facts such as `sequence ≤ 128` that decide a Slice's clamping.
+    pub ranges: crate::symbolic::Ranges,
     /// Full input shapes by input name (`--input-shape x=1x3x224x224`).
     pub input_shapes: BTreeMap<String, Vec<i64>>,
     /// Use the model's declared output types for operators without a rule.

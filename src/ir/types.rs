@@ -8,6 +8,7 @@ use crate::onnx::proto::{
     TensorShapeProto, TypeProto, tensor_shape_proto::Dimension, tensor_shape_proto::dimension,
     type_proto,
 };
+use crate::symbolic::Expr;
 
 /// One dimension of a shape.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -16,6 +17,9 @@ pub enum Dim {
     Known(i64),
     /// A named symbolic size (e.g. `batch`), equal wherever the same name appears.
     Symbol(String),
+    /// An expression in symbols that is neither a constant nor a single symbol (those are
+    /// `Known` and `Symbol`; [`Dim::from_expr`] keeps that normal form), e.g. `(H + 1)//2`.
+    Expr(Expr),
     /// A size nothing is known about.
     Unknown,
 }
@@ -28,6 +32,32 @@ impl Dim {
             _ => None,
         }
     }
+
+    /// The dimension of an expression: `Known` for a constant, `Symbol` for one symbol.
+    pub fn from_expr(expr: Expr) -> Dim {
+        if let Some(v) = expr.as_constant() {
+            Dim::Known(v)
+        } else if let Some(s) = expr.as_symbol() {
+            Dim::Symbol(s.to_string())
+        } else {
+            Dim::Expr(expr)
+        }
+    }
+
+    /// The size as an expression, unless unknown.
+    pub fn expr(&self) -> Option<Expr> {
+        match self {
+            Dim::Known(v) => Some(Expr::constant(*v)),
+            Dim::Symbol(s) => Some(Expr::symbol(s)),
+            Dim::Expr(e) => Some(e.clone()),
+            Dim::Unknown => None,
+        }
+    }
+
+    /// True for a symbol or an expression in symbols.
+    pub fn is_symbolic(&self) -> bool {
+        matches!(self, Dim::Symbol(_) | Dim::Expr(_))
+    }
 }
 
 impl fmt::Display for Dim {
@@ -35,6 +65,7 @@ impl fmt::Display for Dim {
         match self {
             Dim::Known(v) => write!(f, "{v}"),
             Dim::Symbol(s) => f.write_str(s),
+            Dim::Expr(e) => write!(f, "{e}"),
             Dim::Unknown => f.write_str("?"),
         }
     }
@@ -60,7 +91,10 @@ pub fn format_shape(shape: &[Dim]) -> String {
     }
     shape
         .iter()
-        .map(Dim::to_string)
+        .map(|d| match d {
+            Dim::Expr(e) if e.to_string().contains(' ') => format!("({e})"),
+            d => d.to_string(),
+        })
         .collect::<Vec<_>>()
         .join("×")
 }
@@ -93,6 +127,18 @@ impl TensorType {
     /// Exact storage bytes, if the shape is concrete and the type has a fixed size.
     pub fn bytes(&self) -> Option<u64> {
         self.dtype.bytes_for(self.elements()?)
+    }
+
+    /// Storage bytes as an expression in the shape's symbols (`4*768*sequence`), if every
+    /// dimension is known or symbolic and the type has a fixed size; sub-byte types round up.
+    pub fn bytes_expr(&self) -> Option<Expr> {
+        let bits = i64::from(self.dtype.bits()?);
+        let elements = self
+            .shape
+            .as_ref()?
+            .iter()
+            .try_fold(Expr::constant(1), |acc, d| acc.mul(&d.expr()?))?;
+        elements.scale(bits)?.ceil_div(8)
     }
 }
 
@@ -224,6 +270,7 @@ fn shape_to_proto(shape: &[Dim]) -> TensorShapeProto {
                 value: match d {
                     Dim::Known(v) => Some(dimension::Value::DimValue(*v)),
                     Dim::Symbol(s) => Some(dimension::Value::DimParam(s.clone())),
+                    Dim::Expr(e) => Some(dimension::Value::DimParam(e.to_string())),
                     Dim::Unknown => None,
                 },
                 denotation: None,
@@ -252,5 +299,19 @@ mod tests {
         let s = TensorType::new(DType::Float, vec![Dim::Symbol("n".into())]);
         assert_eq!(s.bytes(), None);
         assert_eq!(format_shape(s.shape.as_ref().unwrap()), "n");
+    }
+
+    #[test]
+    fn byte_expressions_multiply_dims_and_round_sub_byte_types_up() {
+        let n = || Dim::Symbol("n".into());
+        let t = TensorType::new(DType::Float, vec![n(), Dim::Known(12), n()]);
+        assert_eq!(t.bytes_expr().unwrap().to_string(), "48*n*n");
+        // 4-bit elements: 3·n of them take ceil(12·n / 8) = ceil(3·n / 2) bytes.
+        let q = TensorType::new(DType::Int4, vec![n(), Dim::Known(3)]);
+        assert_eq!(q.bytes_expr().unwrap().to_string(), "n + (4*n + 7)//8");
+        assert_eq!(
+            TensorType::new(DType::Float, vec![Dim::Unknown]).bytes_expr(),
+            None
+        );
     }
 }

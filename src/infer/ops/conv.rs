@@ -99,7 +99,11 @@ fn conv_transpose(ctx: &mut NodeCtx) -> Result<()> {
                 let o = i64::try_from(o).map_err(|_| ctx.error("the output size overflows"))?;
                 Dim::Known(o)
             }
-            None => Dim::Unknown,
+            None => {
+                let fixed = output_padding[i] + effective[i] - pads[i] - pads[i + n];
+                let grown = dims::mul(&dims::sub(&x[2 + i], &Dim::Known(1)), &Dim::Known(strides[i]));
+                dims::add(&grown, &Dim::Known(fixed))
+            }
         });
     }
     ctx.set_shape(0, dtype, out);

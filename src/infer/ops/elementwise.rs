@@ -260,14 +260,14 @@ fn dims_op(op: &str) -> Option<fn(&Dim, &Dim) -> Dim> {
     Some(match op {
         "Add" => dims::add,
         "Mul" => dims::mul,
-        "Sub" => |a, b| match (a, b) {
-            (Dim::Known(x), Dim::Known(y)) => Dim::Known(x - y),
-            (d, Dim::Known(0)) => d.clone(),
-            _ => Dim::Unknown,
-        },
+        "Sub" => dims::sub,
+        // Integer division truncates; sizes are non-negative, where that is the floor.
         "Div" => |a, b| match (a, b) {
             (Dim::Known(x), Dim::Known(y)) if *y != 0 => Dim::Known(x / y),
-            (d, Dim::Known(1)) => d.clone(),
+            (d, Dim::Known(k)) if *k > 0 => match dims::div_exact(d, b) {
+                Dim::Unknown => dims::floor_div(d, *k),
+                exact => exact,
+            },
             _ => Dim::Unknown,
         },
         _ => return None,
@@ -328,7 +328,7 @@ fn comparison(ctx: &mut NodeCtx) -> Result<()> {
 fn dims_equal(a: &Dim, b: &Dim) -> Option<bool> {
     match (a, b) {
         (Dim::Known(x), Dim::Known(y)) => Some(x == y),
-        (Dim::Symbol(x), Dim::Symbol(y)) if x == y => Some(true),
+        (x, y) if x.is_symbolic() && x == y => Some(true),
         (Dim::Symbol(_), Dim::Known(v)) | (Dim::Known(v), Dim::Symbol(_)) if *v < 0 => Some(false),
         _ => None,
     }

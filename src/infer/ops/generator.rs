@@ -165,10 +165,15 @@ fn range(ctx: &mut NodeCtx) -> Result<()> {
     }
     let n = match (ctx.dims_value(0), ctx.dims_value(1), ctx.dims_value(2)) {
         (Some(s), Some(l), Some(d)) if s.len() == 1 && l.len() == 1 && d.len() == 1 => {
-            if s[0] == Dim::Known(0) && d[0] == Dim::Known(1) {
-                l[0].clone()
-            } else {
-                Dim::Unknown
+            match &d[0] {
+                // `ceil((limit - start) / delta)`, when provably not negative.
+                Dim::Known(k) if *k > 0 => {
+                    let span = crate::infer::dims::sub(&l[0], &s[0]);
+                    let n = crate::infer::dims::add(&span, &Dim::Known(k - 1));
+                    let n = crate::infer::dims::floor_div(&n, *k);
+                    if ctx.proven_nonneg(&n) { n } else { Dim::Unknown }
+                }
+                _ => Dim::Unknown,
             }
         }
         _ => Dim::Unknown,

@@ -141,8 +141,7 @@ fn nchw_block<'a>(ctx: &NodeCtx<'a>) -> Result<Option<(&'a [Dim], i64)>> {
 fn div_exact(d: &Dim, k: i64) -> Dim {
     match d {
         Dim::Known(v) => Dim::Known(v / k),
-        other if k == 1 => other.clone(),
-        _ => Dim::Unknown,
+        other => dims::floor_div(other, k),
     }
 }
 

@@ -223,6 +223,7 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
                 Dim::Known(len)
             }
             (d, start, end) if takes_whole_axis(d, start, end, step) => d.clone(),
+            (d, start, end) if step == 1 => unclamped_len(ctx, d, start, end),
             _ => Dim::Unknown,
         };
     }
@@ -248,6 +249,25 @@ fn slice(ctx: &mut NodeCtx) -> Result<()> {
     Ok(())
 }
 
+/// The length `end - start` of a unit-step slice of an axis of size `d` whose bounds provably
+/// need no clamping for any value of the symbols (`0 ≤ start ≤ end ≤ d` over their ranges),
+/// such as `position_ids[:, 0:sequence]` of a 128-long table with `sequence ≤ 128`; a
+/// negative known bound counts from the end, one past any real size clamps. `Unknown` when
+/// that cannot be proven.
+fn unclamped_len(ctx: &NodeCtx, d: &Dim, start: &Dim, end: &Dim) -> Dim {
+    const FAR: i64 = i32::MAX as i64;
+    let from_end = |b: &Dim| match b {
+        Dim::Known(v) if *v >= FAR => d.clone(),
+        Dim::Known(v) if *v <= -FAR => Dim::Known(0),
+        Dim::Known(v) if *v < 0 => dims::add(d, b),
+        other => other.clone(),
+    };
+    let (start, end) = (from_end(start), from_end(end));
+    let len = dims::sub(&end, &start);
+    let fits = ctx.proven_nonneg(&start) && ctx.proven_nonneg(&len) && ctx.proven_nonneg(&dims::sub(d, &end));
+    if fits { len } else { Dim::Unknown }
+}
+
 /// Slice bounds as dimensions: the integers when known, else the shape value of `input` (such
 /// as `Unsqueeze(Shape(x)[1])`, whose element is `x`'s symbolic dim); `None` when neither is
 /// known or the argument is absent.
@@ -270,7 +290,7 @@ fn takes_whole_axis(d: &Dim, start: &Dim, end: &Dim, step: i64) -> bool {
     match (start, step) {
         (Dim::Known(s), 1) if *s == 0 || *s <= -FAR => match end {
             Dim::Known(e) => *e >= FAR,
-            Dim::Symbol(_) => end == d,
+            Dim::Symbol(_) | Dim::Expr(_) => end == d,
             Dim::Unknown => false,
         },
         (Dim::Known(s), -1) if *s == -1 || *s >= FAR => matches!(end, Dim::Known(e) if *e <= -FAR),

@@ -6,6 +6,7 @@ use anyhow::Result;
 use super::Entry;
 use super::spatial::{per_axis, window_dims};
 use crate::infer::NodeCtx;
+use crate::infer::dims;
 use crate::ir::{DType, Dim, Shape};
 
 /// This family's rows of the rule table.
@@ -98,7 +99,10 @@ fn max_unpool(ctx: &mut NodeCtx) -> Result<()> {
     for i in 0..n {
         out.push(match x[2 + i].value() {
             Some(size) => Dim::Known((size - 1) * strides[i] + kernel[i] - pads[i] - pads[i + n]),
-            None => Dim::Unknown,
+            None => {
+                let grown = dims::mul(&dims::sub(&x[2 + i], &Dim::Known(1)), &Dim::Known(strides[i]));
+                dims::add(&grown, &Dim::Known(kernel[i] - pads[i] - pads[i + n]))
+            }
         });
     }
     ctx.set_shape(0, dtype, out);

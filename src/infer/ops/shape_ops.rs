@@ -112,59 +112,22 @@ fn reshaped(ctx: &NodeCtx, input: Option<&[Dim]>, target: &[Dim], allowzero: boo
     Ok(out)
 }
 
-/// The `-1` entry: input elements divided by the other output dims, cancelling equal symbols.
+/// The `-1` entry: input elements divided by the other output dims, symbolically where
+/// needed (`[batch, seq, 768]` to `[batch, seq, 12, -1]` gives 64).
 fn inferred_dim(input: &[Dim], out: &[Dim], at: usize) -> Result<Dim, String> {
-    let mut rest: Vec<&Dim> = input.iter().collect();
-    let mut known_out = 1i64;
-    for (i, d) in out.iter().enumerate() {
-        if i == at {
-            continue;
-        }
-        match d {
-            Dim::Known(v) => {
-                known_out = known_out
-                    .checked_mul(*v)
-                    .ok_or("the requested shape's element count overflows")?;
-            }
-            sym @ Dim::Symbol(_) => match rest.iter().position(|r| *r == sym) {
-                Some(p) => {
-                    rest.swap_remove(p);
-                }
-                None => return Ok(Dim::Unknown),
-            },
-            Dim::Unknown => return Ok(Dim::Unknown),
-        }
+    let others = out.iter().enumerate().filter(|&(i, _)| i != at).map(|(_, d)| d);
+    if others.clone().all(|d| d.value().is_some()) && dims::product(others.clone()) == Dim::Unknown {
+        return Err("the requested shape's element count overflows".into());
     }
-    match dims::product(rest.iter().copied()) {
-        Dim::Known(n) if known_out == 0 => {
-            if n == 0 { Ok(Dim::Known(0)) } else { Err("cannot infer -1 next to a 0 dimension".into()) }
+    match (dims::product(input), dims::product(others)) {
+        (Dim::Known(0), Dim::Known(0)) => Ok(Dim::Known(0)),
+        (Dim::Known(_), Dim::Known(0)) => Err("cannot infer -1 next to a 0 dimension".into()),
+        (Dim::Known(n), Dim::Known(k)) if n % k == 0 => Ok(Dim::Known(n / k)),
+        (Dim::Known(n), Dim::Known(k)) => {
+            Err(format!("cannot reshape {n} elements with {k} per -1 step"))
         }
-        Dim::Known(n) if n % known_out == 0 => Ok(Dim::Known(n / known_out)),
-        Dim::Known(n) => Err(format!("cannot reshape {n} elements with {known_out} per -1 step")),
-        other if known_out == 1 => Ok(other),
-        _ => Ok(cancel_known_factors(&rest, known_out)),
+        (have, per) => Ok(dims::div_exact(&have, &per)),
     }
-}
-
-/// `product(rest) / known_out` when the known dims of `rest` are divisible by `known_out`
-/// (`[batch, 512, 1, 1]` to `[-1, 512]` gives `batch`); `Unknown` otherwise.
-fn cancel_known_factors(rest: &[&Dim], known_out: i64) -> Dim {
-    let mut known_in = 1i64;
-    let mut symbols = Vec::new();
-    for d in rest {
-        match d {
-            Dim::Known(v) => match known_in.checked_mul(*v) {
-                Some(p) => known_in = p,
-                None => return Dim::Unknown,
-            },
-            Dim::Symbol(_) => symbols.push(*d),
-            Dim::Unknown => return Dim::Unknown,
-        }
-    }
-    if known_out == 0 || known_in % known_out != 0 {
-        return Dim::Unknown;
-    }
-    dims::mul(&dims::product(symbols), &Dim::Known(known_in / known_out))
 }
 
 fn to_usize(v: &[i64]) -> Vec<usize> {
@@ -400,7 +363,7 @@ fn agree(a: &Dim, b: &Dim) -> Option<Dim> {
         (Dim::Known(x), Dim::Known(y)) => (x == y).then(|| a.clone()),
         (Dim::Known(_), _) => Some(a.clone()),
         (_, Dim::Known(_)) => Some(b.clone()),
-        (Dim::Symbol(_), _) => Some(a.clone()),
+        (Dim::Symbol(_) | Dim::Expr(_), _) => Some(a.clone()),
         _ => Some(b.clone()),
     }
 }

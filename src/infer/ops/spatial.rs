@@ -104,6 +104,9 @@ pub fn window_dims(
     }
     let effective = effective_kernel(kernel, &dilations);
     let pads = pads(ctx, spatial, &effective, &strides, false)?;
+    let explicit = ctx.attr_ints("pads").is_some_and(|p| !p.is_empty());
+    let mode = ctx.attr_s("auto_pad").unwrap_or_default();
+    let same = !explicit && (mode == "SAME_UPPER" || mode == "SAME_LOWER");
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let (pb, pe) = (pads[i], pads[i + n]);
@@ -129,11 +132,16 @@ pub fn window_dims(
                     }
                 }
             }
-            d if s == 1 => {
+            // SAME padding makes the output `ceil(size / stride)` whatever the size.
+            d if same => dims::floor_div(&dims::add(d, &Dim::Known(s - 1)), s),
+            // Ceil mode drops a last window that would start in the end padding: a test on
+            // the size that no single expression captures.
+            _ if ceil_mode && s > 1 => Dim::Unknown,
+            d => {
                 let delta = pb.saturating_add(pe).saturating_sub(effective[i]);
-                dims::add(d, &Dim::Known(delta.saturating_add(1)))
+                let o = dims::floor_div(&dims::add(d, &Dim::Known(delta)), s);
+                dims::add(&o, &Dim::Known(1))
             }
-            _ => Dim::Unknown,
         });
     }
     Ok(out)
