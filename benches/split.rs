@@ -4,7 +4,9 @@
 //! Per model, same run: the arena with `--schedule memory` (the baseline) and with
 //! `--schedule memory --split auto` (default 10% extra MACs), their ratio, the extra MACs in
 //! percent of the model's, the chains split, the whole-pass time of both, and whether
-//! `--budget` at half the lower bound fits without and with splitting. Then the geometric
+//! `--budget` at half the lower bound fits without and with splitting, and the arenas with
+//! `--exclude-io` (graph inputs and outputs outside the arena) without and with splitting. Then
+//! the geometric
 //! mean of the ratio over the CNNs (Conv and no MatMul) and over all models, and for
 //! MobileNetV2 the frontier: arena against the allowed extra MACs (5, 10, 20, 40%), with the
 //! graph inputs and outputs in the arena (the default) and with `--exclude-io`.
@@ -98,9 +100,9 @@ fn geomean(values: &[f64]) -> f64 {
 
 fn main() {
     println!(
-        "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with | --budget 50% of bound, unsplit | split |"
+        "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with | --budget 50% of bound, unsplit | split | --exclude-io | + --split auto | before/after |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut cnn, mut all) = (Vec::new(), Vec::new());
     let mut mobilenet = None;
     let mut budget_fits = 0;
@@ -138,8 +140,12 @@ fn main() {
         };
         let (unsplit_fits, split_fits) = (fits(SplitChoice::Off), fits(SplitChoice::Auto));
         budget_fits += usize::from(split_fits == "fits");
+        let no_io = timed_plan(&path, &options(None, false)).map(|(p, _)| arena(&p));
+        let no_io_split = timed_plan(&path, &options(Some(10.0), false)).map(|(p, _)| arena(&p));
+        let (no_io, no_io_split) = (no_io.unwrap_or(0), no_io_split.unwrap_or(0));
+        let io_ratio = no_io as f64 / no_io_split.max(1) as f64;
         println!(
-            "| {name} | {} | {} | {ratio:.2}x | {:.2} | {} | {base_ms:.0} | {split_ms:.0} | {unsplit_fits} | {split_fits} |",
+            "| {name} | {} | {} | {ratio:.2}x | {:.2} | {} | {base_ms:.0} | {split_ms:.0} | {unsplit_fits} | {split_fits} | {no_io} | {no_io_split} | {io_ratio:.2}x |",
             arena(&base),
             arena(&split),
             extra_pct(&split),

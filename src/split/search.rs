@@ -21,7 +21,7 @@ const MAX_TILES: usize = 8;
 /// Largest number of tiles along one axis under a budget.
 const MAX_FINE_TILES: usize = 32;
 /// Candidate splits re-planned per round (the best by estimate).
-const TRIALS: usize = 3;
+const TRIALS: usize = 6;
 /// Chains split at most.
 const MAX_CHAINS: usize = 12;
 
