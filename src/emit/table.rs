@@ -125,6 +125,10 @@ pub struct SplitChain {
     pub tiles: Vec<[[i64; 2]; 2]>,
     /// Multiply-accumulates the tiles recompute.
     pub extra_macs: u64,
+    /// Row blocks: the axis of the output the blocks cut (`grid` is then `[blocks, 1]` and
+    /// each tile is `[[start, end], [0, 0]]`, rows along that axis). Absent for H/W tiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axis: Option<usize>,
     /// Arena bytes once this chain (and the ones before it) are split.
     pub arena_after: u64,
     /// The source model's nodes the chain replaces, in execution order.
@@ -148,6 +152,10 @@ pub struct SplitNode {
     pub halo: i64,
     /// Multiply-accumulates recomputed in the halo.
     pub extra_macs: u64,
+    /// Row blocks: the axis of this node's output the blocks cut (regions as in
+    /// `SplitChain::axis`). Absent for H/W tiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axis: Option<usize>,
 }
 
 /// A memory tier's capacity and speed, as given by `--tier`.

@@ -5,13 +5,15 @@
 //!
 //! [`rules`] is the per-operator table (output region → input regions), [`chain`] finds the
 //! runs of splittable nodes, [`tiling`] derives each tile's regions and halo, [`rewrite`]
-//! builds the tiled graph and [`search`] chooses chains and grids from the plan.
+//! builds the tiled graph and [`search`] chooses chains and grids from the plan. [`rows`]
+//! does the same for transformers along one axis (tokens, query rows): row blocking.
 
 pub mod chain;
 pub mod estimate;
 pub mod macs;
 pub mod region;
 pub mod rewrite;
+pub mod rows;
 pub mod rules;
 pub mod search;
 pub mod tiling;

@@ -286,7 +286,8 @@ impl Builder {
     }
 }
 
-fn op(
+/// A node of the default domain with one output.
+pub(super) fn op(
     op_type: &str,
     input: Vec<String>,
     out: &str,
@@ -303,7 +304,8 @@ fn op(
     }
 }
 
-fn ints_attribute(name: &str, ints: Vec<i64>) -> AttributeProto {
+/// An integer-list attribute.
+pub(super) fn ints_attribute(name: &str, ints: Vec<i64>) -> AttributeProto {
     AttributeProto {
         name: Some(name.to_string()),
         r#type: Some(AttributeType::Ints as i32),
@@ -313,10 +315,11 @@ fn ints_attribute(name: &str, ints: Vec<i64>) -> AttributeProto {
 }
 
 /// Names already taken in the model, and fresh ones.
-struct Names(HashSet<String>);
+pub(super) struct Names(HashSet<String>);
 
 impl Names {
-    fn of(proto: &ModelProto, graph: &Graph) -> Names {
+    /// The names `proto` (typed as `graph`) already uses.
+    pub(super) fn of(proto: &ModelProto, graph: &Graph) -> Names {
         let mut used: HashSet<String> = graph.values.iter().map(|v| v.name.clone()).collect();
         if let Some(g) = &proto.graph {
             used.extend(g.node.iter().map(|n| n.name().to_string()));
@@ -326,7 +329,7 @@ impl Names {
     }
 
     /// `base`, or `base_2`, `base_3`... whichever is free; taken from now on.
-    fn fresh(&mut self, base: &str) -> String {
+    pub(super) fn fresh(&mut self, base: &str) -> String {
         let mut name = base.to_string();
         let mut n = 2;
         while self.0.contains(&name) {

@@ -57,7 +57,7 @@ impl Window {
 }
 
 /// Operators whose output element depends only on the same element of each input.
-const ELEMENTWISE: &[&str] = &[
+pub(super) const ELEMENTWISE: &[&str] = &[
     "Abs",
     "Add",
     "And",

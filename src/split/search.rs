@@ -11,6 +11,8 @@ use super::chain::{Chain, chains_around};
 use super::estimate::{estimate, live_bytes, step_operands};
 use super::macs::graph_macs;
 use super::rewrite::rewrite;
+use super::rows::rewrite::rewrite_rows;
+use super::rows::{self, Blocking};
 use super::tiling::{Tiling, tile};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitsInfo};
 use crate::onnx::proto::ModelProto;
@@ -34,12 +36,37 @@ pub struct Outcome {
     pub info: SplitsInfo,
 }
 
-/// A candidate: a chain, its grid and its estimated arena.
+/// A candidate: what it cuts and its estimated arena.
 struct Candidate {
-    chain: Chain,
-    tiling: Tiling,
+    cut: Cut,
     start: usize,
     estimate: u64,
+}
+
+/// What a candidate cuts.
+enum Cut {
+    /// A spatial chain into H/W tiles.
+    Tiles(Chain, Tiling),
+    /// A row chain into blocks of rows.
+    Rows(Blocking),
+}
+
+impl Candidate {
+    /// Multiply-accumulates the cut recomputes.
+    fn extra_macs(&self) -> u64 {
+        match &self.cut {
+            Cut::Tiles(_, tiling) => tiling.extra_macs,
+            Cut::Rows(_) => 0,
+        }
+    }
+
+    /// Nodes of the chain.
+    fn len(&self) -> usize {
+        match &self.cut {
+            Cut::Tiles(chain, _) => chain.nodes.len(),
+            Cut::Rows(b) => b.chain.nodes.len(),
+        }
+    }
 }
 
 /// Runs the search from `first`, the plan of the input model; `plan` plans a rewritten model
@@ -82,14 +109,11 @@ pub fn search(
         for candidate in candidates.into_iter().take(TRIALS) {
             let proto = current.as_ref().map_or(&first.original, |c| &c.0);
             let label = format!("split{}", chains.len() + 1);
-            let rewritten = rewrite(
-                proto,
-                &planned.model.graph,
-                &planned.table.schedule,
-                &candidate.chain,
-                &candidate.tiling,
-                &label,
-            );
+            let (graph, order) = (&planned.model.graph, &planned.table.schedule);
+            let rewritten = match &candidate.cut {
+                Cut::Tiles(chain, tiling) => rewrite(proto, graph, order, chain, tiling, &label),
+                Cut::Rows(b) => rewrite_rows(proto, graph, order, &b.chain, &b.blocks, &label),
+            };
             let trial = plan(rewritten.model.clone())?;
             let bar = accepted.as_ref().map_or(best, |a| score(&a.2));
             if score(&trial) < bar {
@@ -99,15 +123,20 @@ pub fn search(
         let Some((candidate, rewritten, trial)) = accepted else {
             break;
         };
-        used += candidate.tiling.extra_macs;
-        chains.push(record(
-            &candidate,
-            &rewritten,
-            &planned.model.graph,
-            &origin,
-            &labels,
-            arena(&trial),
-        ));
+        used += candidate.extra_macs();
+        let graph = &planned.model.graph;
+        chains.push(match &candidate.cut {
+            Cut::Tiles(chain, tiling) => record(
+                chain,
+                tiling,
+                &rewritten,
+                graph,
+                &origin,
+                &labels,
+                arena(&trial),
+            ),
+            Cut::Rows(b) => rows::record(b, &rewritten, graph, &origin, &labels, arena(&trial)),
+        });
         origin = rewritten
             .kept
             .iter()
@@ -215,12 +244,11 @@ fn candidates(
                     let estimate =
                         estimate(graph, &planned.table, &live, &chain, &tiling, [start, end]);
                     let better = best.as_ref().is_none_or(|b| {
-                        (estimate, tiling.extra_macs) < (b.estimate, b.tiling.extra_macs)
+                        (estimate, tiling.extra_macs) < (b.estimate, b.extra_macs())
                     });
                     if better {
                         best = Some(Candidate {
-                            chain: chain.clone(),
-                            tiling,
+                            cut: Cut::Tiles(chain.clone(), tiling),
                             start,
                             estimate,
                         });
@@ -230,14 +258,16 @@ fn candidates(
             found.extend(best);
         }
     }
-    found.sort_by_key(|c| {
-        (
-            c.estimate,
-            c.tiling.extra_macs,
-            c.start,
-            c.chain.nodes.len(),
-        )
-    });
+    found.extend(
+        rows::candidates(planned, &live, &allowed)
+            .into_iter()
+            .map(|b| Candidate {
+                start: b.start,
+                estimate: b.estimate,
+                cut: Cut::Rows(b),
+            }),
+    );
+    found.sort_by_key(|c| (c.estimate, c.extra_macs(), c.start, c.len()));
     found
 }
 
@@ -265,7 +295,8 @@ fn step_of(order: &[usize], node: usize) -> usize {
 
 /// The table's record of one accepted chain.
 fn record(
-    candidate: &Candidate,
+    chain: &Chain,
+    tiling: &Tiling,
     rewritten: &super::rewrite::Rewritten,
     graph: &crate::ir::Graph,
     origin: &[Option<usize>],
@@ -273,8 +304,6 @@ fn record(
     arena_after: u64,
 ) -> SplitChain {
     let region = |r: super::region::Region| [[r[0].start, r[0].end], [r[1].start, r[1].end]];
-    let chain = &candidate.chain;
-    let tiling = &candidate.tiling;
     let nodes = chain
         .nodes
         .iter()
@@ -291,6 +320,7 @@ fn record(
                 regions: tiling.tiles.iter().map(|t| region(t.computed[k])).collect(),
                 halo: tiling.halo[k],
                 extra_macs: per_position * tiling.halo[k].max(0) as u64,
+                axis: None,
             }
         })
         .collect();
@@ -299,6 +329,7 @@ fn record(
         grid: tiling.grid,
         tiles: tiling.tiles.iter().map(|t| region(t.part)).collect(),
         extra_macs: tiling.extra_macs,
+        axis: None,
         arena_after,
         nodes,
         glue: rewritten.glue.clone(),

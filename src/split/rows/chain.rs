@@ -1,0 +1,153 @@
+//! Row chains: the nodes that can run block by block to make one tensor, found backwards from
+//! it. A node joins when its rows along some axis are independent (it has a row rule), every
+//! reader of its output has joined and wants the same axis, and the output is not a graph
+//! output. Its inputs read along an axis are then wanted along that axis. Tensors wanted but
+//! made outside (or read by a node that stays outside) are sliced per block.
+
+use std::collections::{HashMap, HashSet};
+
+use super::rules::{RowRead, RowRule, row_rule};
+use crate::ir::{Graph, NodeId, ValueId};
+
+/// A chain of row-blocked nodes, in execution order.
+#[derive(Clone, Debug)]
+pub struct RowChain {
+    /// The nodes, in execution order.
+    pub nodes: Vec<NodeId>,
+    /// Each node's rule (how it reads its inputs).
+    pub rules: Vec<RowRule>,
+    /// The axis of each node's output the blocks cut.
+    pub axes: Vec<usize>,
+    /// The extent of that axis (the same for every node of the chain).
+    pub rows: i64,
+    /// The chain's output: made by the last node, read after the chain.
+    pub output: ValueId,
+    /// `Shape` nodes outside the chain that read a chain tensor; their value is known, so the
+    /// rewrite replaces them by initializers.
+    pub folded: Vec<NodeId>,
+}
+
+/// The row chain making the output of the node at step `end` of `order`, cut along `axis` of
+/// that output, from nodes at steps `≥ start`; `allowed` says which nodes may be split.
+/// `None` unless it has at least two nodes.
+pub fn row_chain(
+    graph: &Graph,
+    order: &[NodeId],
+    [start, end]: [usize; 2],
+    axis: usize,
+    opset: i64,
+    allowed: &dyn Fn(NodeId) -> bool,
+) -> Option<RowChain> {
+    let seed = order[end];
+    let output = graph.nodes[seed].outputs.first().copied().flatten()?;
+    let rows = crate::split::rules::shape_of(graph, output)?
+        .get(axis)
+        .copied()?;
+    if rows < 2 {
+        return None;
+    }
+    let mut members: HashMap<NodeId, (RowRule, usize)> = HashMap::new();
+    // Axis each tensor is wanted along by the members reading it; `None` when they disagree
+    // or one reads it whole.
+    let mut wanted: HashMap<ValueId, Option<usize>> = HashMap::new();
+    wanted.insert(output, Some(axis));
+    let mut folded = Vec::new();
+    for step in (start..=end).rev() {
+        let id = order[step];
+        let node = &graph.nodes[id];
+        if !allowed(id) {
+            continue;
+        }
+        let Some(out) = node.outputs.first().copied().flatten() else {
+            continue;
+        };
+        let Some(Some(axis)) = wanted.get(&out).copied() else {
+            continue;
+        };
+        if id != seed {
+            let value = &graph.values[out];
+            let readers_inside = value
+                .consumers
+                .iter()
+                .all(|c| members.contains_key(c) || is_foldable_shape(graph, *c));
+            if value.is_output || !readers_inside {
+                continue;
+            }
+        }
+        let Some(rule) = row_rule(graph, node, axis, opset) else {
+            continue;
+        };
+        if rule.reads.iter().zip(&node.inputs).any(|(r, v)| {
+            matches!(r, RowRead::Rows(_)) && v.is_some_and(|v| dim(graph, v, r) != Some(rows))
+        }) {
+            continue;
+        }
+        for (read, input) in rule.reads.iter().zip(&node.inputs) {
+            let Some(v) = *input else { continue };
+            let want = match *read {
+                RowRead::Rows(a) => Some(a),
+                _ => None,
+            };
+            wanted
+                .entry(v)
+                .and_modify(|w| {
+                    if *w != want {
+                        *w = None;
+                    }
+                })
+                .or_insert(want);
+        }
+        members.insert(id, (rule, axis));
+    }
+    if members.len() < 2 {
+        return None;
+    }
+    // Folded Shape readers: of the members' outputs other than the chain's output.
+    let made: HashSet<ValueId> = members
+        .keys()
+        .filter_map(|&n| graph.nodes[n].outputs[0])
+        .filter(|&v| v != output)
+        .collect();
+    for &v in &made {
+        for &c in &graph.values[v].consumers {
+            if !members.contains_key(&c) && !folded.contains(&c) {
+                folded.push(c);
+            }
+        }
+    }
+    folded.sort_unstable();
+    let nodes: Vec<NodeId> = order[start..=end]
+        .iter()
+        .copied()
+        .filter(|n| members.contains_key(n))
+        .collect();
+    let (rules, axes) = nodes.iter().map(|n| members[n].clone()).unzip();
+    Some(RowChain {
+        nodes,
+        rules,
+        axes,
+        rows,
+        output,
+        folded,
+    })
+}
+
+/// The extent of the axis a read cuts.
+fn dim(graph: &Graph, value: ValueId, read: &RowRead) -> Option<i64> {
+    let RowRead::Rows(a) = *read else {
+        return None;
+    };
+    crate::split::rules::shape_of(graph, value)?.get(a).copied()
+}
+
+/// A default-domain `Shape` node whose output value inference knows.
+pub fn is_foldable_shape(graph: &Graph, node: NodeId) -> bool {
+    let n = &graph.nodes[node];
+    n.op_type == "Shape"
+        && n.domain.is_empty()
+        && n.outputs
+            .first()
+            .copied()
+            .flatten()
+            .is_some_and(|v| graph.values[v].constant.is_some())
+}

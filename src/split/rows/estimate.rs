@@ -1,0 +1,98 @@
+//! The arena estimate of a row chain run in blocks, to rank candidates before the real planner
+//! scores the best few.
+
+use std::collections::HashSet;
+
+use super::chain::RowChain;
+use super::rules::RowRead;
+use crate::emit::Table;
+use crate::ir::{Graph, ValueId};
+
+/// The estimated arena once the chain (its nodes between steps `start` and `end` of the plan)
+/// runs in `blocks` blocks: the peak outside those steps, or what the plan holds across them
+/// (less the chain's own tensors) plus the assembled output plus one block's working set.
+pub fn estimate(
+    graph: &Graph,
+    table: &Table,
+    live: &[u64],
+    chain: &RowChain,
+    blocks: i64,
+    [start, end]: [usize; 2],
+) -> u64 {
+    let outside = live
+        .iter()
+        .enumerate()
+        .filter(|&(s, _)| s < start || s > end)
+        .map(|(_, &b)| b)
+        .max()
+        .unwrap_or(0);
+    let made: HashSet<&str> = chain
+        .nodes
+        .iter()
+        .filter_map(|&n| graph.nodes[n].outputs[0])
+        .map(|v| graph.values[v].name.as_str())
+        .collect();
+    let crossing: u64 = table
+        .tensors
+        .iter()
+        .filter(|t| t.first <= end && start <= t.last && t.offset.is_some())
+        .filter(|t| t.inplace_of.is_none() && t.alias_of.is_none())
+        .filter(|t| !made.contains(t.name.as_str()))
+        .filter_map(|t| t.bytes)
+        .sum();
+    let output = bytes(graph, chain.output);
+    outside.max(crossing + output + block_peak(graph, chain, blocks))
+}
+
+/// The most bytes one block holds at once: its live intermediates, the slices a node reads
+/// and the node's output, each a `1 / blocks` part of the whole tensor.
+fn block_peak(graph: &Graph, chain: &RowChain, blocks: i64) -> u64 {
+    let part = |v: ValueId| bytes(graph, v).div_ceil(blocks.max(1) as u64);
+    let n = chain.nodes.len();
+    let position = |v: ValueId| {
+        graph.values[v]
+            .producer
+            .and_then(|p| chain.nodes.iter().position(|&c| c == p))
+    };
+    let mut last_use = vec![0; n];
+    for (k, &id) in chain.nodes.iter().enumerate() {
+        for v in graph.nodes[id].inputs.iter().flatten() {
+            if let Some(j) = position(*v) {
+                last_use[j] = k;
+            }
+        }
+    }
+    let (mut held, mut peak) = (0u64, 0u64);
+    for (k, &id) in chain.nodes.iter().enumerate() {
+        let node = &graph.nodes[id];
+        let slices: u64 = chain.rules[k]
+            .reads
+            .iter()
+            .zip(&node.inputs)
+            .filter_map(|(r, v)| match (r, v) {
+                (RowRead::Rows(_), Some(v)) if position(*v).is_none() => Some(part(*v)),
+                _ => None,
+            })
+            .sum();
+        let out = part(node.outputs[0].expect("chain nodes have an output"));
+        peak = peak.max(held + slices + out);
+        held += out;
+        for j in (0..k).filter(|&j| last_use[j] == k) {
+            held -= part(graph.nodes[chain.nodes[j]].outputs[0].expect("an output"));
+        }
+    }
+    peak
+}
+
+/// Bytes of a value with a known shape and type (0 otherwise).
+fn bytes(graph: &Graph, value: ValueId) -> u64 {
+    let (Some(t), Some(s)) = (
+        graph.values[value].tensor_type(),
+        crate::split::rules::shape_of(graph, value),
+    ) else {
+        return 0;
+    };
+    t.dtype
+        .bytes_for(s.iter().product::<i64>().max(0) as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,148 @@
+//! Row blocking for transformers: chains whose rows along one axis (tokens, batch × tokens,
+//! the query rows of attention) are independent run block by block, so only one block of their
+//! intermediates (one block of the attention scores, of the feed-forward hidden layer) is
+//! live at a time. Unlike spatial tiles, row blocks overlap nowhere: no halo, no extra MACs.
+//!
+//! [`rules`] is the per-operator table (which input axes a block of output rows reads),
+//! [`chain`] grows chains backwards from a tensor, [`rewrite`] builds the blocked graph and
+//! [`estimate`] ranks candidates for the search.
+
+pub mod chain;
+pub mod estimate;
+pub mod rewrite;
+pub mod rules;
+
+use std::collections::HashSet;
+
+use super::region::Span;
+use crate::emit::{SplitChain, SplitNode};
+use crate::pipeline::Planned;
+use chain::{RowChain, row_chain};
+
+/// Block counts the search tries.
+const BLOCKS: &[i64] = &[2, 4, 8, 16];
+/// Steps after a peak step the search looks for a chain's last node.
+const REACH: usize = 256;
+
+/// A row chain with its blocks.
+#[derive(Clone, Debug)]
+pub struct Blocking {
+    /// The chain.
+    pub chain: RowChain,
+    /// The consecutive row ranges, one per block.
+    pub blocks: Vec<Span>,
+    /// The estimated arena once blocked.
+    pub estimate: u64,
+    /// The schedule step of the chain's first node.
+    pub start: usize,
+}
+
+/// The row chains through the steps where `live` (bytes live per step of the plan) peaks, each
+/// with its best block count by estimate; `allowed` says which nodes may be split.
+pub fn candidates(
+    planned: &Planned,
+    live: &[u64],
+    allowed: &dyn Fn(usize) -> bool,
+) -> Vec<Blocking> {
+    let graph = &planned.model.graph;
+    let order = &planned.table.schedule;
+    let opset = planned.model.opsets.version("").unwrap_or(1);
+    let peak = live.iter().copied().max().unwrap_or(0);
+    let mut seen: HashSet<Vec<usize>> = HashSet::new();
+    let mut found = Vec::new();
+    for step in (0..live.len()).filter(|&s| live[s] == peak) {
+        let target = order[step];
+        for end in step..order.len().min(step + REACH) {
+            let Some(out) = graph.nodes[order[end]].outputs.first().copied().flatten() else {
+                continue;
+            };
+            let Some(shape) = super::rules::shape_of(graph, out) else {
+                continue;
+            };
+            for axis in 0..shape.len() {
+                let Some(chain) = row_chain(graph, order, [0, end], axis, opset, allowed) else {
+                    continue;
+                };
+                if !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
+                    continue;
+                }
+                let start = order
+                    .iter()
+                    .position(|&n| n == chain.nodes[0])
+                    .expect("chain nodes are scheduled");
+                let best = BLOCKS
+                    .iter()
+                    .filter(|&&n| n <= chain.rows)
+                    .map(|&n| {
+                        let blocks = Span::parts(chain.rows, n);
+                        let estimate = estimate::estimate(
+                            graph,
+                            &planned.table,
+                            live,
+                            &chain,
+                            n,
+                            [start, end],
+                        );
+                        (estimate, n, blocks)
+                    })
+                    .min_by_key(|c| (c.0, c.1));
+                if let Some((estimate, _, blocks)) = best {
+                    found.push(Blocking {
+                        chain,
+                        blocks,
+                        estimate,
+                        start,
+                    });
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The table's record of one accepted row chain; `origin` maps the planned graph's nodes to
+/// the source model's, `labels` names the source nodes.
+pub fn record(
+    blocking: &Blocking,
+    rewritten: &super::rewrite::Rewritten,
+    graph: &crate::ir::Graph,
+    origin: &[Option<usize>],
+    labels: &[(String, String)],
+    arena_after: u64,
+) -> SplitChain {
+    let chain = &blocking.chain;
+    let tiles: Vec<[[i64; 2]; 2]> = blocking
+        .blocks
+        .iter()
+        .map(|b| [[b.start, b.end], [0, 0]])
+        .collect();
+    let nodes = chain
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| {
+            let (node, op_type) = origin[n]
+                .map(|o| labels[o].clone())
+                .unwrap_or_else(|| (graph.nodes[n].name.clone(), graph.nodes[n].op_type.clone()));
+            SplitNode {
+                node,
+                op_type,
+                tiles: rewritten.copies[k].clone(),
+                regions: tiles.clone(),
+                halo: 0,
+                extra_macs: 0,
+                axis: Some(chain.axes[k]),
+            }
+        })
+        .collect();
+    SplitChain {
+        output: graph.values[chain.output].name.clone(),
+        grid: [blocking.blocks.len(), 1],
+        tiles,
+        extra_macs: 0,
+        axis: chain.axes.last().copied(),
+        arena_after,
+        nodes,
+        glue: rewritten.glue.clone(),
+    }
+}

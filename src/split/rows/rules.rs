@@ -1,0 +1,314 @@
+//! The per-operator table of row blocking: for a node and the axis of its output the blocks
+//! cut, how each input is read. Rows are independent along that axis: output rows `[s, e)`
+//! depend only on rows `[s, e)` of the inputs that carry the axis, and on the whole of the
+//! others. An operator without an entry ends a row chain.
+
+use super::super::rules::{ELEMENTWISE, shape_of};
+use crate::ir::{Graph, Node};
+
+/// How a row-blocked node reads one input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowRead {
+    /// The input is absent (an omitted optional input).
+    Absent,
+    /// Read whole by every block (weights, broadcast operands, the keys and values of
+    /// attention, shape operands).
+    Whole,
+    /// Rows `[s, e)` along this axis of the input.
+    Rows(usize),
+}
+
+/// What a row-blocked node needs besides sliced inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fixup {
+    /// Nothing: the node's attributes hold for any block.
+    None,
+    /// A Reshape: its shape input becomes the block's output shape.
+    ReshapeTarget,
+}
+
+/// The rule of one node for one output axis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowRule {
+    /// How each input is read, in input order.
+    pub reads: Vec<RowRead>,
+    /// The per-block adjustment the node needs.
+    pub fixup: Fixup,
+}
+
+/// Fused onnxruntime operators that are elementwise over rows (any operand broadcast).
+const MICROSOFT_ELEMENTWISE: &[&str] = &["Gelu", "FastGelu", "BiasGelu", "QuickGelu"];
+
+/// Reductions whose reduced axes are given by `axes` (attribute, or input 1 from opset 18).
+const REDUCTIONS: &[&str] = &[
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL2",
+    "ReduceSumSquare",
+];
+
+/// The rule of `node` when blocks cut `axis` of its (single) output, or `None` when its rows
+/// along that axis are not independent. `opset` is the default domain's version.
+pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<RowRule> {
+    let out = node.outputs.first().copied().flatten()?;
+    if node.outputs.iter().skip(1).any(Option::is_some) || !node.subgraphs.is_empty() {
+        return None;
+    }
+    let out_shape = shape_of(graph, out)?;
+    let rank = out_shape.len();
+    if axis >= rank {
+        return None;
+    }
+    let op = node.op_type.as_str();
+    let input_shape = |i: usize| {
+        node.inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|v| shape_of(graph, v))
+    };
+    let simple = |reads: Vec<RowRead>| {
+        Some(RowRule {
+            reads,
+            fixup: Fixup::None,
+        })
+    };
+    let first_only = |n: usize| {
+        let mut reads = vec![RowRead::Rows(axis)];
+        reads.extend((1..n).map(|i| absent_or(node, i, RowRead::Whole)));
+        reads
+    };
+    match (node.domain.as_str(), op) {
+        ("", _) if ELEMENTWISE.contains(&op) => broadcast(graph, node, &out_shape, axis),
+        ("com.microsoft", _) if MICROSOFT_ELEMENTWISE.contains(&op) => {
+            broadcast(graph, node, &out_shape, axis)
+        }
+        ("", "Softmax" | "LogSoftmax") => {
+            let along = node
+                .attr_int("axis")
+                .unwrap_or(if opset >= 13 { -1 } else { 1 });
+            let along = normalise(along, rank)?;
+            // Before opset 13 the operator flattens from `axis` on: rows before it only.
+            let independent = if opset >= 13 {
+                axis != along
+            } else {
+                axis < along
+            };
+            independent.then(|| first_only(1)).and_then(simple)
+        }
+        ("", "LayerNormalization") | ("com.microsoft", "SimplifiedLayerNormalization") => {
+            let along = normalise(node.attr_int("axis").unwrap_or(-1), rank)?;
+            (axis < along)
+                .then(|| first_only(node.inputs.len()))
+                .and_then(simple)
+        }
+        ("com.microsoft", "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization") => {
+            // input, skip, gamma, beta, bias; normalised over the last axis.
+            if axis + 1 >= rank {
+                return None;
+            }
+            let mut reads = first_only(node.inputs.len());
+            if let Some(skip) = reads.get_mut(1) {
+                *skip = aligned(input_shape(1)?.as_slice(), &out_shape, axis)?;
+            }
+            simple(reads)
+        }
+        ("", name) if REDUCTIONS.contains(&name) => reduction(graph, node, &out_shape, axis),
+        ("", "MatMul") => matmul(&input_shape(0)?, &input_shape(1)?, &out_shape, axis),
+        ("", "Gemm") => {
+            if axis != 0 || node.attr_int("transA").unwrap_or(0) != 0 {
+                return None;
+            }
+            let mut reads = vec![RowRead::Rows(0), RowRead::Whole];
+            if node.inputs.get(2).copied().flatten().is_some() {
+                reads.push(aligned(&input_shape(2)?, &out_shape, axis)?);
+            }
+            simple(reads)
+        }
+        ("", "Transpose") => {
+            let perm: Vec<usize> = match node.attr_ints("perm") {
+                Some(p) => p
+                    .iter()
+                    .map(|&a| usize::try_from(a).ok())
+                    .collect::<Option<_>>()?,
+                None => (0..rank).rev().collect(),
+            };
+            simple(vec![RowRead::Rows(*perm.get(axis)?)])
+        }
+        ("", "Reshape") => {
+            let from = reshaped_axis(&input_shape(0)?, &out_shape, axis)?;
+            Some(RowRule {
+                reads: vec![RowRead::Rows(from), RowRead::Whole],
+                fixup: Fixup::ReshapeTarget,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `Absent` for an omitted optional input `i`, otherwise `read`.
+fn absent_or(node: &Node, i: usize, read: RowRead) -> RowRead {
+    match node.inputs.get(i).copied().flatten() {
+        Some(_) => read,
+        None => RowRead::Absent,
+    }
+}
+
+/// An axis attribute made non-negative, if it is inside the rank.
+fn normalise(axis: i64, rank: usize) -> Option<usize> {
+    let a = if axis < 0 { axis + rank as i64 } else { axis };
+    usize::try_from(a).ok().filter(|&a| a < rank)
+}
+
+/// How an operand broadcast against an output of shape `out` is read when blocks cut `axis`:
+/// the operand's aligned axis when it has the full extent, whole when it broadcasts there.
+fn aligned(input: &[i64], out: &[i64], axis: usize) -> Option<RowRead> {
+    let shift = out.len() as i64 - input.len() as i64;
+    let at = axis as i64 - shift;
+    if at < 0 {
+        return Some(RowRead::Whole);
+    }
+    let at = at as usize;
+    match input[at] {
+        1 if out[axis] != 1 => Some(RowRead::Whole),
+        d if d == out[axis] => Some(RowRead::Rows(at)),
+        _ => None,
+    }
+}
+
+/// Elementwise operators with multidirectional broadcasting.
+fn broadcast(graph: &Graph, node: &Node, out: &[i64], axis: usize) -> Option<RowRule> {
+    let reads = node
+        .inputs
+        .iter()
+        .map(|input| match *input {
+            None => Some(RowRead::Absent),
+            Some(v) => aligned(&shape_of(graph, v)?, out, axis),
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(RowRule {
+        reads,
+        fixup: Fixup::None,
+    })
+}
+
+/// A reduction over axes other than the blocked one (the decomposed LayerNorm's ReduceMean).
+fn reduction(graph: &Graph, node: &Node, out: &[i64], axis: usize) -> Option<RowRule> {
+    let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
+    let axes: Vec<i64> = match node.attr_ints("axes") {
+        Some(a) => a.to_vec(),
+        None => {
+            let v = node.inputs.get(1).copied().flatten()?;
+            graph.values[v].constant.as_ref()?.to_i64_vec()?
+        }
+    };
+    if axes.is_empty() {
+        return None; // every axis (or none, with noop_with_empty_axes): not row-independent
+    }
+    let axes: Vec<usize> = axes
+        .iter()
+        .map(|&a| normalise(a, input.len()))
+        .collect::<Option<_>>()?;
+    let keep = node.attr_int("keepdims").unwrap_or(1) != 0;
+    // The input axis the output axis comes from.
+    let from = if keep {
+        axis
+    } else {
+        (0..input.len()).filter(|a| !axes.contains(a)).nth(axis)?
+    };
+    if axes.contains(&from) || input[from] != out[axis] {
+        return None;
+    }
+    let mut reads = vec![RowRead::Rows(from)];
+    reads.extend((1..node.inputs.len()).map(|i| absent_or(node, i, RowRead::Whole)));
+    Some(RowRule {
+        reads,
+        fixup: Fixup::None,
+    })
+}
+
+/// MatMul with numpy broadcasting: blocks of the row axis (second to last) read rows of A and
+/// all of B; blocks of a batch axis read that axis of both where they carry it.
+fn matmul(a: &[i64], b: &[i64], out: &[i64], axis: usize) -> Option<RowRule> {
+    let rank = out.len();
+    if a.len() < 2 || b.len() < 2 || axis + 1 >= rank {
+        return None;
+    }
+    let reads = if axis + 2 == rank {
+        vec![RowRead::Rows(a.len() - 2), RowRead::Whole]
+    } else {
+        // A batch axis: both operands' batch dims broadcast like an elementwise operator's.
+        let batch = &out[..rank - 2];
+        vec![
+            aligned(&a[..a.len() - 2], batch, axis)?,
+            aligned(&b[..b.len() - 2], batch, axis)?,
+        ]
+    };
+    Some(RowRule {
+        reads,
+        fixup: Fixup::None,
+    })
+}
+
+/// The input axis of a Reshape that output `axis` is: the same extent with the same number
+/// of elements before it, so a block of rows is a contiguous run of the input's rows.
+fn reshaped_axis(input: &[i64], out: &[i64], axis: usize) -> Option<usize> {
+    let before: i64 = out[..axis].iter().product();
+    let mut prefix = 1;
+    for (i, &d) in input.iter().enumerate() {
+        if prefix == before && d == out[axis] {
+            return Some(i);
+        }
+        prefix *= d;
+        if prefix > before {
+            return None;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reshape_keeps_the_token_axis_worked_by_hand() {
+        // [1, 128, 256] → [1, 128, 4, 64]: axis 1 has 1 element before it in both.
+        assert_eq!(reshaped_axis(&[1, 128, 256], &[1, 128, 4, 64], 1), Some(1));
+        // [1, 4, 128, 32] → [4, 128, 32]: output axis 1 (128) has 4 elements before it, as
+        // has input axis 2.
+        assert_eq!(reshaped_axis(&[1, 4, 128, 32], &[4, 128, 32], 1), Some(2));
+        // [2, 6] → [3, 4]: no axis of the output is an axis of the input.
+        assert_eq!(reshaped_axis(&[2, 6], &[3, 4], 0), None);
+    }
+
+    #[test]
+    fn broadcast_operands_are_read_whole() {
+        // Bias [256] against [1, 128, 256] cut along axis 1: read whole. A mask
+        // [1, 1, 128, 128] against scores [1, 4, 128, 128] cut along axis 2: rows of its
+        // axis 2; cut along axis 1 (heads): whole.
+        assert_eq!(aligned(&[256], &[1, 128, 256], 1), Some(RowRead::Whole));
+        let scores = [1, 4, 128, 128];
+        assert_eq!(
+            aligned(&[1, 1, 128, 128], &scores, 2),
+            Some(RowRead::Rows(2))
+        );
+        assert_eq!(aligned(&[1, 1, 128, 128], &scores, 1), Some(RowRead::Whole));
+        assert_eq!(aligned(&[1, 3, 128, 128], &scores, 1), None);
+    }
+
+    #[test]
+    fn matmul_rows_read_the_right_side_whole() {
+        // Q·Kᵀ: [1,4,128,32] × [1,4,32,128] cut along the query axis 2.
+        let rule = matmul(&[1, 4, 128, 32], &[1, 4, 32, 128], &[1, 4, 128, 128], 2).unwrap();
+        assert_eq!(rule.reads, vec![RowRead::Rows(2), RowRead::Whole]);
+        // Cut along heads: both operands carry axis 1.
+        let heads = matmul(&[1, 4, 128, 32], &[1, 4, 32, 128], &[1, 4, 128, 128], 1).unwrap();
+        assert_eq!(heads.reads, vec![RowRead::Rows(1), RowRead::Rows(1)]);
+        // The column axis is not row-independent.
+        assert!(matmul(&[1, 128, 32], &[32, 64], &[1, 128, 64], 2).is_none());
+    }
+}
