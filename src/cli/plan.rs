@@ -46,8 +46,9 @@ pub struct PlanArgs {
     /// Leave graph inputs and outputs out of the arena.
     #[arg(long)]
     pub exclude_io: bool,
-    /// Split the chains of operators that set the peak into spatial tiles (a rewrite of the
-    /// model, kept only when it helps): `off` or `auto` [default: off; with --budget, auto].
+    /// Split the chains of operators that set the peak into spatial tiles or blocks of rows (a
+    /// rewrite of the model, kept only when it helps): `off` or `auto` [default: off; with
+    /// --budget, auto].
     #[arg(long, value_enum)]
     pub split: Option<SplitChoice>,
     /// Extra multiply-accumulates the split may add (halo recompute), percent of the model's.
