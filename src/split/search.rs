@@ -103,7 +103,7 @@ pub fn search(
         let best = score(planned);
         let mut candidates = candidates(planned, &origin, allowance - used, options.budget);
         if best.0 == 0 {
-            candidates.retain(|c| c.estimate < best.1);
+            candidates.retain(|c| c.estimate <= best.1);
         }
         let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
         for candidate in candidates.into_iter().take(TRIALS) {
@@ -144,6 +144,15 @@ pub fn search(
             .collect();
         current = Some((rewritten.model, trial));
     }
+    let first_score = score(first);
+    if current.as_ref().is_some_and(|c| {
+        let last = score(&c.1);
+        (last.0, last.1) >= (first_score.0, first_score.1)
+    }) {
+        // Only equal peaks were lowered, not the arena: the rewrite is not kept.
+        (current, used) = (None, 0);
+        chains.clear();
+    }
     let arena_after = current.as_ref().map_or(arena_before, |c| arena(&c.1));
     let model = current.map_or_else(
         || first.original.clone(),
@@ -167,8 +176,10 @@ pub fn search(
 }
 
 /// What the search lowers: under a budget, first the most bytes one step reads and writes
-/// while that exceeds the budget, then the arena; otherwise the arena.
-fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64) {
+/// while that exceeds the budget, then the arena; otherwise the arena. Last, how many steps
+/// reach the peak of live bytes: a rewrite that lowers one of several equal peaks (repeated
+/// layers) is progress though the arena stays, as the next round lowers the next peak.
+fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64, usize) {
     let floor = match budget {
         Some(b) => step_operands(&planned.model.graph, &planned.table)
             .into_iter()
@@ -177,7 +188,9 @@ fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64) {
             .unwrap_or(0),
         None => 0,
     };
-    (floor, arena(planned))
+    let live = live_bytes(&planned.table);
+    let peak = live.iter().copied().max().unwrap_or(0);
+    (floor, arena(planned), live.iter().filter(|&&b| b == peak).count())
 }
 
 /// The total arena bytes of a plan.
