@@ -190,7 +190,11 @@ fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64, usize) {
     };
     let live = live_bytes(&planned.table);
     let peak = live.iter().copied().max().unwrap_or(0);
-    (floor, arena(planned), live.iter().filter(|&&b| b == peak).count())
+    (
+        floor,
+        arena(planned),
+        live.iter().filter(|&&b| b == peak).count(),
+    )
 }
 
 /// The total arena bytes of a plan.

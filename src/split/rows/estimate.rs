@@ -11,6 +11,8 @@ use crate::ir::{Graph, ValueId};
 /// The estimated arena once the chain (its nodes between steps `start` and `end` of the plan)
 /// runs in `blocks` blocks: the peak outside those steps, or what the plan holds across them
 /// (less the chain's own tensors) plus the assembled output plus one block's working set.
+/// Returns that estimate and the chain's own part (without the peak outside), which ranks
+/// block counts when an equal peak elsewhere hides the difference.
 pub fn estimate(
     graph: &Graph,
     table: &Table,
@@ -18,7 +20,7 @@ pub fn estimate(
     chain: &RowChain,
     blocks: i64,
     [start, end]: [usize; 2],
-) -> u64 {
+) -> (u64, u64) {
     let outside = live
         .iter()
         .enumerate()
@@ -41,7 +43,8 @@ pub fn estimate(
         .filter_map(|t| t.bytes)
         .sum();
     let output = bytes(graph, chain.output);
-    outside.max(crossing + output + block_peak(graph, chain, blocks))
+    let inside = crossing + output + block_peak(graph, chain, blocks);
+    (outside.max(inside), inside)
 }
 
 /// The most bytes one block holds at once: its live intermediates, the slices a node reads

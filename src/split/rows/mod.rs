@@ -75,7 +75,7 @@ pub fn candidates(
                     .filter(|&&n| n <= chain.rows)
                     .map(|&n| {
                         let blocks = Span::parts(chain.rows, n);
-                        let estimate = estimate::estimate(
+                        let (estimate, inside) = estimate::estimate(
                             graph,
                             &planned.table,
                             live,
@@ -83,10 +83,10 @@ pub fn candidates(
                             n,
                             [start, end],
                         );
-                        (estimate, n, blocks)
+                        (estimate, inside, n, blocks)
                     })
-                    .min_by_key(|c| (c.0, c.1));
-                if let Some((estimate, _, blocks)) = best {
+                    .min_by_key(|c| (c.0, c.1, c.2));
+                if let Some((estimate, _, _, blocks)) = best {
                     found.push(Blocking {
                         chain,
                         blocks,
