@@ -6,12 +6,14 @@
 //! percent of the model's, the chains split, the whole-pass time of both, and whether
 //! `--budget` at half the lower bound fits without and with splitting, and the arenas with
 //! `--exclude-io` (graph inputs and outputs outside the arena) without and with splitting. Then
-//! the geometric
-//! mean of the ratio over the CNNs (Conv and no MatMul) and over all models, and for
+//! the geometric mean of the ratio over the CNNs (Conv and no MatMul), over the transformers
+//! (MatMul and Softmax: row blocking) and over all models, and for
 //! MobileNetV2 the frontier: arena against the allowed extra MACs (5, 10, 20, 40%), with the
 //! graph inputs and outputs in the arena (the default) and with `--exclude-io`.
 //!
-//! Run: `cargo bench --bench split`
+//! Run: `cargo bench --bench split`. BERT-style encoders at 128 to 512 tokens:
+//! `.ci/venv/bin/python scripts/make_bert.py /tmp/bert-models`, then
+//! `MEMPLAN_BENCH_MODELS=/tmp/bert-models cargo bench --bench split`.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -103,7 +105,7 @@ fn main() {
         "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with | --budget 50% of bound, unsplit | split | --exclude-io | + --split auto | before/after |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    let (mut cnn, mut all) = (Vec::new(), Vec::new());
+    let (mut cnn, mut transformers, mut all) = (Vec::new(), Vec::new(), Vec::new());
     let mut mobilenet = None;
     let mut budget_fits = 0;
     for path in model_files() {
@@ -156,15 +158,20 @@ fn main() {
         if has("Conv") && !has("MatMul") {
             cnn.push(ratio);
         }
+        if has("MatMul") && has("Softmax") {
+            transformers.push(ratio);
+        }
         if name.starts_with("mobilenet_v2") {
             mobilenet = Some((path.clone(), arena(&base)));
         }
     }
     println!();
     println!(
-        "geometric mean of before/after: CNNs {:.2}x ({} models), all {:.2}x ({} models)",
+        "geometric mean of before/after: CNNs {:.2}x ({} models), transformers {:.2}x ({} models), all {:.2}x ({} models)",
         geomean(&cnn),
         cnn.len(),
+        geomean(&transformers),
+        transformers.len(),
         geomean(&all),
         all.len()
     );
