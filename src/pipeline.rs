@@ -180,6 +180,13 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
     })
 }
 
+/// Runs the whole pass on a model file's bytes already in memory (`path` names it in messages
+/// and the table, and locates external data), hashing them on this thread.
+pub fn plan_model_bytes(path: &Path, bytes: Bytes, options: &Options) -> Result<Planned> {
+    let digest = hex(&Sha256::digest(&bytes));
+    plan_bytes(path, bytes, options, Instant::now(), || digest)
+}
+
 /// The pass after reading: `sha256` yields the file's digest when the table is built.
 fn plan_bytes(
     path: &Path,
