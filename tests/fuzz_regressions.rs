@@ -44,6 +44,9 @@ fn model_flags(flags: u8) -> Vec<&'static str> {
             "--alignment=256",
         ][usize::from(flags >> 5 & 3)],
     );
+    if flags & 128 != 0 {
+        args.push("--split=auto");
+    }
     args
 }
 

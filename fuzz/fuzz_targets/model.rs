@@ -4,8 +4,8 @@
 //! Input: one byte of option flags, then the model file (see `fuzz/seeds.sh`). The flags mirror
 //! `plan`'s options so that a finding replays with the CLI:
 //! bit 0 `--no-inplace`, bit 1 `--no-alias`, bit 2 `--exclude-io`, bit 3 `--schedule memory`,
-//! bit 4 `--trust-value-info`, bits 5–6 `--alignment` 64 / 1 / 16 / 256; always
-//! `--time-limit 0.05`.
+//! bit 4 `--trust-value-info`, bits 5–6 `--alignment` 64 / 1 / 16 / 256, bit 7 `--split auto`;
+//! always `--time-limit 0.05`.
 //!
 //! Finding: a panic, or an error that is not an input error (the CLI's exit 1).
 #![no_main]
@@ -17,6 +17,7 @@ use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use onnx_memplan::error::is_input_error;
 use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model_bytes};
+use onnx_memplan::split::SplitChoice;
 use prost::Message;
 
 fn options(flags: u8) -> Options {
@@ -32,6 +33,9 @@ fn options(flags: u8) -> Options {
     }
     options.infer.trust_value_info = flags & 16 != 0;
     options.liveness.alignment = [64, 1, 16, 256][usize::from(flags >> 5 & 3)];
+    if flags & 128 != 0 {
+        options.split.choice = SplitChoice::Auto;
+    }
     options
 }
 
