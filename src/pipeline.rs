@@ -290,7 +290,7 @@ fn plan_proto(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
         ..PlanOptions::default()
     };
     let solution = plan::solve(&problem, &plan_options)
-        .map_err(|e| anyhow!("planner failed on {}: {e}", path.display()))?;
+        .map_err(|e| crate::input_error!("{}: cannot plan: {e}", path.display()))?;
     let plan_ms = plan_started.elapsed().as_secs_f64() * 1e3;
     plan::verify(&problem, &solution).map_err(|e| {
         anyhow!(

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use crate::plan::csv::{format_csv, read_csv};
@@ -60,7 +59,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<i32> {
     };
     let start = Instant::now();
     let solution = solve(&csv.problem, &options)
-        .with_context(|| format!("{}: cannot plan", args.problem.display()))?;
+        .map_err(|e| crate::input_error!("{}: cannot plan: {e}", args.problem.display()))?;
     let elapsed = start.elapsed();
     if let Err(e) = verify(&csv.problem, &solution) {
         eprintln!("internal error: the plan fails verification: {e}");
