@@ -66,7 +66,7 @@ fn main() {
         }
         let options = PlanOptions {
             planner: PlannerChoice::Exact,
-            time_limit: Duration::from_secs_f64(limit),
+            budget: onnx_memplan::plan::Budget::within(Duration::from_secs_f64(limit)),
             seed: 0,
             capacity: Some(CAPACITY),
         };

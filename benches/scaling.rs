@@ -38,7 +38,7 @@ fn main() {
         for planner in planners {
             let options = PlanOptions {
                 planner,
-                time_limit: Duration::from_secs_f64(limit),
+                budget: onnx_memplan::plan::Budget::within(Duration::from_secs_f64(limit)),
                 seed: 0,
                 capacity: None,
             };

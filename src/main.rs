@@ -17,7 +17,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Plan a model: write the annotated model and the allocation table.
-    Plan(cli::plan::PlanArgs),
+    Plan(Box<cli::plan::PlanArgs>),
     /// Print the inferred type of every tensor, or write them into the model with -o.
     Shapes(cli::shapes::ShapesArgs),
     /// Check an allocation table against its model.

@@ -13,7 +13,7 @@ use crate::infer::{InferOptions, InferReport, infer_model};
 use crate::ir::Model;
 use crate::liveness::{Liveness, LivenessOptions, analyse_best};
 use crate::onnx::{decode_model, load_model, proto::ModelProto};
-use crate::plan::{self, PlanOptions, PlannerChoice, Problem};
+use crate::plan::{self, Budget, PlanOptions, PlannerChoice, Problem};
 use crate::split::{self, SplitChoice, SplitOptions};
 use crate::{bail_input, schedule, verify};
 
@@ -28,6 +28,9 @@ pub struct Options {
     pub planner: PlannerChoice,
     /// Time allowed to exact search.
     pub time_limit: Duration,
+    /// Work units the planner searches may spend (default: [`plan::WORK_PER_SECOND`] per
+    /// second of `time_limit`); the time limit is then only a safety stop.
+    pub work: Option<u64>,
     /// Keep the stored order, or search for one with a lower peak.
     pub schedule: ScheduleChoice,
     /// Advanced modes: memory tiers, device budget, compute units.
@@ -53,6 +56,7 @@ impl Default for Options {
             liveness: LivenessOptions::default(),
             planner: PlannerChoice::Auto,
             time_limit: Duration::from_secs(1),
+            work: None,
             schedule: ScheduleChoice::Stored,
             modes: crate::modes::ModeOptions::default(),
             split: SplitOptions::default(),
@@ -196,9 +200,14 @@ fn plan_bytes(
     sha256: impl FnOnce() -> String,
 ) -> Result<Planned> {
     let proto = decode_model(path, bytes)?;
+    // The time limit counts from here, once the file is read and decoded.
+    let mut budget = Budget::for_time(options.time_limit, Instant::now());
+    if let Some(work) = options.work {
+        budget.work = work;
+    }
     let mut planned = match options.split.choice {
-        SplitChoice::Off => plan_proto(path, proto, options)?,
-        SplitChoice::Auto => plan_split(path, proto, options)?,
+        SplitChoice::Off => plan_proto(path, proto, options, &budget)?,
+        SplitChoice::Auto => plan_split(path, proto, options, &budget)?,
     };
     let digest = sha256();
     match &mut planned.table.splits {
@@ -220,28 +229,33 @@ fn plan_bytes(
 /// Plans with the split stage: the search plans candidates without the advanced modes; the
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
 /// once more with every option.
-fn plan_split(path: &Path, proto: ModelProto, options: &Options) -> Result<Planned> {
+fn plan_split(
+    path: &Path,
+    proto: ModelProto,
+    options: &Options,
+    budget: &Budget,
+) -> Result<Planned> {
     let trial = Options {
         modes: crate::modes::ModeOptions::default(),
         ..options.clone()
     };
-    let first = plan_proto(path, proto, &trial)?;
+    let first = plan_proto(path, proto, &trial, budget)?;
     let split_options = SplitOptions {
         budget: options.modes.budget,
         ..options.split
     };
     let outcome = split::search(&first, &split_options, &|model| {
-        plan_proto(path, model, &trial)
+        plan_proto(path, model, &trial, budget)
     })?;
     let chains = outcome.info.chains.len();
     let mut planned = if outcome.info.chains.is_empty() {
-        plan_proto(path, first.original, options)?
+        plan_proto(path, first.original, options, budget)?
     } else {
         let stored = Options {
             schedule: ScheduleChoice::Stored,
             ..options.clone()
         };
-        plan_proto(path, outcome.model, &stored).map_err(|e| {
+        plan_proto(path, outcome.model, &stored, budget).map_err(|e| {
             if crate::error::is_input_error(&e) {
                 crate::input_error!(
                     "{e:#} (after splitting {chains} chain(s) within --split-overhead {}%)",
@@ -259,7 +273,12 @@ fn plan_split(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
 }
 
 /// The pass on a decoded model; the table's `model.sha256` is left empty for the caller.
-fn plan_proto(path: &Path, proto: ModelProto, options: &Options) -> Result<Planned> {
+fn plan_proto(
+    path: &Path,
+    proto: ModelProto,
+    options: &Options,
+    budget: &Budget,
+) -> Result<Planned> {
     let (original, model, report) = type_model(path, proto, &options.infer)?;
     let graph = &model.graph;
     let alignment = options.liveness.alignment.max(1);
@@ -286,7 +305,7 @@ fn plan_proto(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
     let plan_started = Instant::now();
     let plan_options = PlanOptions {
         planner: options.planner,
-        time_limit: options.time_limit,
+        budget: budget.clone(),
         ..PlanOptions::default()
     };
     let solution = plan::solve(&problem, &plan_options)
@@ -324,6 +343,14 @@ fn plan_proto(path: &Path, proto: ModelProto, options: &Options) -> Result<Plann
             schedule: method.to_string(),
             stored_lower_bound_bytes: stored_bound,
             proven_optimal: solution.proven_optimal,
+            searches: solution
+                .searches
+                .iter()
+                .map(|s| emit::SearchEnd {
+                    planner: s.planner.clone(),
+                    ended_by: s.ended_by.name().to_string(),
+                })
+                .collect(),
         },
         tensors: emit::tensor_entries(
             graph,

@@ -31,7 +31,7 @@ fn data_dir() -> Option<PathBuf> {
 fn solve_to(problem: &Problem, planner: PlannerChoice, capacity: u64, seconds: u64) -> Solution {
     let options = PlanOptions {
         planner,
-        time_limit: Duration::from_secs(seconds),
+        budget: onnx_memplan::plan::Budget::within(Duration::from_secs(seconds)),
         seed: 0,
         capacity: Some(capacity),
     };

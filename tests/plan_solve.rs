@@ -58,7 +58,7 @@ fn every_planner_verifies() {
     for name in onnx_memplan::plan::planner_names() {
         let options = PlanOptions {
             planner: name.parse().unwrap(),
-            time_limit: std::time::Duration::from_millis(200),
+            budget: onnx_memplan::plan::Budget::within(std::time::Duration::from_millis(200)),
             ..PlanOptions::default()
         };
         let solution = solve(&problem, &options).unwrap();

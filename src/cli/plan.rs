@@ -31,9 +31,14 @@ pub struct PlanArgs {
     /// Planner: `auto` (best of the portfolio) or one planner by name.
     #[arg(long, default_value = "auto")]
     pub planner: PlannerChoice,
-    /// Seconds the exact search may take when the heuristics miss the lower bound.
+    /// Seconds the planning may take at most (a safety stop: the searches stop on their work
+    /// budget first, so their result does not depend on the machine's speed or load).
     #[arg(long, default_value_t = 1.0)]
     pub time_limit: f64,
+    /// Work units the planner searches may spend (default: 30 million per second of
+    /// --time-limit).
+    #[arg(long, value_name = "UNITS")]
+    pub work: Option<u64>,
     /// Execution order: the model's stored order, or a memory-aware one with a lower peak.
     #[arg(long, value_enum, default_value = "stored")]
     pub schedule: ScheduleChoice,
@@ -90,7 +95,8 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
             alignment: args.alignment,
         },
         planner: args.planner,
-        time_limit: Duration::from_secs_f64(args.time_limit.max(0.0)),
+        time_limit: Duration::from_secs_f64(args.time_limit.clamp(0.0, 1e9)),
+        work: args.work,
         schedule: args.schedule,
         modes,
         split: SplitOptions {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use crate::plan::csv::{format_csv, read_csv};
-use crate::plan::{PlanOptions, PlannerChoice, Solution, planner_names, solve, verify};
+use crate::plan::{Budget, PlanOptions, PlannerChoice, Solution, planner_names, solve, verify};
 
 /// Exit code when the capacity could not be met within the time limit.
 pub const EXIT_NOT_MET: i32 = 3;
@@ -34,9 +34,14 @@ pub struct SolveArgs {
             .try_map(|name| name.parse::<PlannerChoice>())
     )]
     pub planner: PlannerChoice,
-    /// Time limit in seconds for the searching planners.
+    /// Seconds the command may take at most (a safety stop: the searches stop on their work
+    /// budget first, so their result does not depend on the machine's speed or load).
     #[arg(long, default_value = "10")]
     pub time_limit: f64,
+    /// Work units the planner searches may spend (default: 30 million per second of
+    /// --time-limit).
+    #[arg(long, value_name = "UNITS")]
+    pub work: Option<u64>,
     /// Seed for the randomised planners.
     #[arg(long, default_value = "0")]
     pub seed: u64,
@@ -51,13 +56,17 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<i32> {
         crate::bail_input!("--time-limit must be a non-negative number of seconds");
     }
     let csv = read_csv(&args.problem).map_err(|e| crate::input_error!("{e}"))?;
+    let start = Instant::now();
+    let mut budget = Budget::for_time(Duration::from_secs_f64(args.time_limit.min(1e9)), start);
+    if let Some(work) = args.work {
+        budget.work = work;
+    }
     let options = PlanOptions {
         planner: args.planner,
-        time_limit: Duration::from_secs_f64(args.time_limit.min(1e9)),
+        budget,
         seed: args.seed,
         capacity: args.capacity,
     };
-    let start = Instant::now();
     let solution = solve(&csv.problem, &options)
         .map_err(|e| crate::input_error!("{}: cannot plan: {e}", args.problem.display()))?;
     let elapsed = start.elapsed();
@@ -100,8 +109,19 @@ fn summary(solution: &Solution, naive: u64, capacity: Option<u64>, elapsed: Dura
         Some(c) if solution.lower_bound > c => format!(", capacity {c} is impossible"),
         Some(c) => format!(", capacity {c} not met in time"),
     };
+    let cut: Vec<String> = solution
+        .searches
+        .iter()
+        .filter(|s| s.ended_by != crate::plan::Ending::Complete)
+        .map(|s| format!("{} {}", s.planner, s.ended_by.name()))
+        .collect();
+    let cut = if cut.is_empty() {
+        String::new()
+    } else {
+        format!(" (stopped: {})", cut.join(", "))
+    };
     format!(
-        "arena {} bytes, lower bound {}, naive {} (saving {saving:.1}%), planner {}, {proof}, {:.1} ms{verdict}",
+        "arena {} bytes, lower bound {}, naive {} (saving {saving:.1}%), planner {}, {proof}, {:.1} ms{cut}{verdict}",
         solution.arena,
         solution.lower_bound,
         naive,
@@ -187,6 +207,7 @@ mod tests {
             planner: String::new(),
             proven_optimal: false,
             lower_bound,
+            searches: Vec::new(),
         };
         assert_eq!(exit_code(&solution(10, 8), None), 0);
         assert_eq!(exit_code(&solution(10, 8), Some(10)), 0);

@@ -12,6 +12,6 @@ pub use html::render_html;
 pub use svg::{ColourBy, render_svg};
 pub use table::{
     Arena, BodyEntry, BodyTensor, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo, PartitionInfo,
-    Run, SourceInfo, SplitChain, SplitNode, SplitsInfo, Stats, Table, TableOptions, TensorEntry,
-    TierInfo, Transfer, UnitInfo, UnitPlacement, WorkspaceEntry, offset_at,
+    Run, SearchEnd, SourceInfo, SplitChain, SplitNode, SplitsInfo, Stats, Table, TableOptions,
+    TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement, WorkspaceEntry, offset_at,
 };

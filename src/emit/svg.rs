@@ -635,6 +635,7 @@ pub(crate) mod fixtures {
                 schedule: "stored".into(),
                 stored_lower_bound_bytes: 128,
                 proven_optimal: true,
+                searches: Vec::new(),
             },
             tensors,
             hierarchy: None,

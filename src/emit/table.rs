@@ -326,6 +326,20 @@ pub struct Stats {
     /// True when the arena is proven minimal for this order and these buffers.
     #[serde(default)]
     pub proven_optimal: bool,
+    /// Every planner search that ran and what ended it (see [`SearchEnd`]).
+    #[serde(default)]
+    pub searches: Vec<SearchEnd>,
+}
+
+/// One planner search and what ended it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SearchEnd {
+    /// The planner's name.
+    pub planner: String,
+    /// `complete` (it finished on its own), `work-budget` (it spent its deterministic work
+    /// allowance), `time-limit` (the wall-clock safety stop fired: only then may a re-run give
+    /// other offsets) or `cancelled`.
+    pub ended_by: String,
 }
 
 /// One tensor's entry.

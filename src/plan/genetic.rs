@@ -8,21 +8,19 @@
 //! is at least as large, so it can take that partner's bytes), and re-encode an order as the
 //! order of the addresses its decoding produced.
 
+use super::budget::Meter;
 use super::greedy::{Order, sorted};
 use super::place::{Fit, Placer};
 use super::problem::Problem;
 use super::rng::Rng;
-use std::time::Instant;
 
 const POPULATION: usize = 24;
 const ELITE: usize = 2;
 const GENERATIONS: usize = 200;
 const PATIENCE: usize = 40;
 
-/// Limits for the genetic search.
-pub(crate) struct Budget {
-    /// Stop at this instant.
-    pub(crate) deadline: Instant,
+/// The genetic search's goal and seed.
+pub(crate) struct Goal {
     /// Stop as soon as an arena at most this is found.
     pub(crate) good_enough: u64,
     /// Seed of the random choices.
@@ -35,22 +33,21 @@ struct Individual {
     arena: u64,
 }
 
-/// Runs the genetic search and returns the best offsets found. The deadline is checked before
-/// every decoding after the first, so on large problems the search may stop with fewer
-/// individuals or generations than configured.
-pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
-    let mut rng = Rng::new(budget.seed);
+/// Runs the genetic search and returns the best offsets found, or `None` when `meter` stopped
+/// it before one whole decoding. Every decoding spends work; the search stops with fewer
+/// individuals or generations than configured once the allowance is spent.
+pub(crate) fn s3_genetic(problem: &Problem, goal: &Goal, meter: &mut Meter) -> Option<Vec<u64>> {
+    let mut rng = Rng::new(goal.seed);
     let mut placer = Placer::new(problem);
-    let mut decode = |order: Vec<usize>| {
-        let offsets = placer.place_all(&order, Fit::Lowest);
+    let mut decode = |order: Vec<usize>, meter: &mut Meter| {
+        let offsets = placer.place_all(&order, Fit::Lowest, meter)?;
         let arena = super::problem::arena_of(problem, &offsets);
-        Individual {
+        Some(Individual {
             order,
             offsets,
             arena,
-        }
+        })
     };
-    let out_of_time = || Instant::now() >= budget.deadline;
     let seeds = [
         Order::Size,
         Order::Area,
@@ -58,35 +55,38 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
         Order::Breadth,
         Order::Start,
     ];
-    let mut population = vec![decode(sorted(problem, seeds[0]))];
-    for &order in &seeds[1..] {
-        if out_of_time() {
-            break;
+    let mut population = Vec::new();
+    for &order in &seeds {
+        match decode(sorted(problem, order), meter) {
+            Some(individual) => population.push(individual),
+            None => break,
         }
-        population.push(decode(sorted(problem, order)));
     }
     population.sort_by_key(|ind| ind.arena);
-    if population[0].order.len() < 2 {
-        return population.swap_remove(0).offsets;
+    if population.first()?.order.len() < 2 {
+        return Some(population.swap_remove(0).offsets);
     }
     let base = population[0].order.clone();
-    while population.len() < POPULATION && !out_of_time() {
+    while population.len() < POPULATION {
         let mut order = base.clone();
         for _ in 0..=order.len() / 8 {
             swap_mutation(&mut order, &mut rng);
         }
-        population.push(decode(order));
+        match decode(order, meter) {
+            Some(individual) => population.push(individual),
+            None => break,
+        }
     }
     population.sort_by_key(|ind| ind.arena);
     let mut stale = 0;
     for _ in 0..GENERATIONS {
-        if population[0].arena <= budget.good_enough || stale >= PATIENCE || out_of_time() {
+        if population[0].arena <= goal.good_enough || stale >= PATIENCE || !meter.running() {
             break;
         }
         let previous = population[0].arena;
         let elite = ELITE.min(population.len() - 1);
         let mut next: Vec<Individual> = population.drain(..elite).collect();
-        while next.len() < POPULATION && !out_of_time() {
+        while next.len() < POPULATION {
             let a = tournament(&population, &next[..elite], &mut rng);
             let b = tournament(&population, &next[..elite], &mut rng);
             let mut child = order_crossover(&a.order, &b.order, &mut rng);
@@ -96,7 +96,10 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
                 2 => child = address_order(a),
                 _ => {}
             }
-            next.push(decode(child));
+            match decode(child, meter) {
+                Some(individual) => next.push(individual),
+                None => break,
+            }
         }
         if next.len() < POPULATION {
             next.append(&mut population);
@@ -110,7 +113,7 @@ pub(crate) fn s3_genetic(problem: &Problem, budget: &Budget) -> Vec<u64> {
         };
         population = next;
     }
-    population.swap_remove(0).offsets
+    Some(population.swap_remove(0).offsets)
 }
 
 /// Picks the best of three random members of the previous generation (its elite and the rest).
@@ -191,28 +194,56 @@ fn address_order(parent: &Individual) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::budget::Budget;
     use crate::plan::greedy::greedy;
     use crate::plan::problem::arena_of;
     use crate::plan::synth;
-    use std::time::Duration;
 
-    fn budget(seed: u64) -> Budget {
-        Budget {
-            deadline: Instant::now() + Duration::from_secs(60),
+    fn goal(seed: u64) -> Goal {
+        Goal {
             good_enough: 0,
             seed,
         }
+    }
+
+    fn evolve(p: &Problem, seed: u64, work: u64) -> Option<Vec<u64>> {
+        let budget = Budget {
+            work,
+            ..Budget::unlimited()
+        };
+        s3_genetic(p, &goal(seed), &mut budget.meter())
     }
 
     #[test]
     fn never_worse_than_greedy_by_size_and_deterministic() {
         for seed in 0..5 {
             let p = synth::random(60, 30, 100, 1, seed);
-            let evolved = s3_genetic(&p, &budget(7));
-            let greedy = greedy(&p, Order::Size, Fit::Lowest);
-            assert!(arena_of(&p, &evolved) <= arena_of(&p, &greedy));
-            assert_eq!(evolved, s3_genetic(&p, &budget(7)), "same seed, same plan");
+            let evolved = evolve(&p, 7, u64::MAX).expect("unlimited");
+            let greedy = greedy(
+                &p,
+                Order::Size,
+                Fit::Lowest,
+                &mut Budget::unlimited().meter(),
+            );
+            assert!(arena_of(&p, &evolved) <= arena_of(&p, &greedy.expect("unlimited")));
+            assert_eq!(
+                Some(evolved),
+                evolve(&p, 7, u64::MAX),
+                "same seed, same plan"
+            );
         }
+    }
+
+    #[test]
+    fn a_work_allowance_gives_the_same_plan_every_time() {
+        let p = synth::network_like(400, 3);
+        for work in [50_000, 2_000_000, 20_000_000] {
+            let first = evolve(&p, 1, work);
+            for _ in 0..3 {
+                assert_eq!(evolve(&p, 1, work), first, "{work} units");
+            }
+        }
+        assert_eq!(evolve(&p, 1, 10), None, "no whole decoding in 10 units");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::cmp::Reverse;
 
+use super::budget::Meter;
 use super::place::{Fit, Placer};
 use super::problem::{Buffer, Problem};
 use super::timeline::Timeline;
@@ -23,10 +24,16 @@ pub(crate) enum Order {
     Breadth,
 }
 
-/// Places the problem's buffers in the given order with the given fit; returns the offsets.
-pub(crate) fn greedy(problem: &Problem, order: Order, fit: Fit) -> Vec<u64> {
+/// Places the problem's buffers in the given order with the given fit; returns the offsets, or
+/// `None` when `meter` stops it first.
+pub(crate) fn greedy(
+    problem: &Problem,
+    order: Order,
+    fit: Fit,
+    meter: &mut Meter,
+) -> Option<Vec<u64>> {
     let sequence = sorted(problem, order);
-    Placer::new(problem).place_all(&sequence, fit)
+    Placer::new(problem).place_all(&sequence, fit, meter)
 }
 
 /// The non-void buffers in the order's sequence; ties fall back to the buffer index.
@@ -124,6 +131,10 @@ impl RangeMin {
 mod tests {
     use super::*;
 
+    fn unlimited() -> Meter {
+        crate::plan::budget::Budget::unlimited().meter()
+    }
+
     #[test]
     fn greedy_by_size_solves_minimallocs_example() {
         // examples/input.12.csv: equal sizes, so the earliest starts go first.
@@ -132,7 +143,8 @@ mod tests {
             &[(4, 0, 3), (4, 3, 9), (4, 0, 9), (4, 9, 21), (4, 0, 21)],
         );
         assert_eq!(sorted(&p, Order::Size), [0, 2, 4, 1, 3]);
-        assert_eq!(greedy(&p, Order::Size, Fit::Lowest), [0, 0, 4, 0, 8]);
+        let offsets = greedy(&p, Order::Size, Fit::Lowest, &mut unlimited());
+        assert_eq!(offsets.expect("unlimited"), [0, 0, 4, 0, 8]);
     }
 
     #[test]
@@ -170,9 +182,21 @@ mod tests {
             ],
         );
         let order = [0, 1, 2, 3, 4, 5];
-        let best = Placer::new(&p).place_all(&order, Fit::Best);
-        assert_eq!(best, [0, 10, 30, 40, 45, 40]);
-        let lowest = Placer::new(&p).place_all(&order, Fit::Lowest);
-        assert_eq!(lowest[5], 10);
+        let best = Placer::new(&p).place_all(&order, Fit::Best, &mut unlimited());
+        assert_eq!(best.expect("unlimited"), [0, 10, 30, 40, 45, 40]);
+        let lowest = Placer::new(&p).place_all(&order, Fit::Lowest, &mut unlimited());
+        assert_eq!(lowest.expect("unlimited")[5], 10);
+    }
+
+    #[test]
+    fn a_spent_allowance_stops_the_placement() {
+        let p = Problem::of(1, &[(4, 0, 3), (4, 3, 9), (4, 0, 9)]);
+        let mut meter = crate::plan::budget::Budget {
+            work: 30,
+            ..crate::plan::budget::Budget::unlimited()
+        }
+        .meter();
+        assert_eq!(greedy(&p, Order::Size, Fit::Lowest, &mut meter), None);
+        assert_eq!(meter.ending(), crate::plan::budget::Ending::Work);
     }
 }

@@ -5,6 +5,7 @@
 //! own; [`lower_bound`] says how small an arena can be at best.
 
 mod bounds;
+pub mod budget;
 pub mod csv;
 mod exact;
 mod free_list;
@@ -20,9 +21,10 @@ mod timeline;
 mod verify;
 
 pub use bounds::{aligned_live_bound, lower_bound, max_live_bound};
+pub use budget::{Budget, Ending, WORK_PER_SECOND};
 pub use options::{PlanOptions, PlannerChoice, UnknownPlanner, planner_names};
 pub use portfolio::HEURISTICS;
-pub use problem::{Buffer, MAX_TOTAL, PlanError, Problem, Solution};
+pub use problem::{Buffer, MAX_TOTAL, PlanError, Problem, Search, Solution};
 pub use verify::{VerifyError, verify};
 
 /// Plans the problem with the chosen planner. Errors only on an invalid problem (zero alignment,

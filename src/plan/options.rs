@@ -4,6 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::budget::Budget;
+
 /// A planner by name, or `Auto` to run a portfolio and keep the best.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlannerChoice {
@@ -90,13 +92,13 @@ impl FromStr for PlannerChoice {
     }
 }
 
-/// How to plan: which planner, how long, which seed, and an optional arena capacity to meet.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to plan: which planner, how much work, which seed, and an optional arena capacity.
+#[derive(Debug, Clone)]
 pub struct PlanOptions {
     /// The planner to run.
     pub planner: PlannerChoice,
-    /// Wall-clock budget for the searching planners (genetic, exact, auto).
-    pub time_limit: Duration,
+    /// The work the planners may do, and the safety stops.
+    pub budget: Budget,
     /// Seed for the randomised planners; the same seed gives the same plan.
     pub seed: u64,
     /// Stop as soon as the arena fits in this many bytes (the search still minimises otherwise).
@@ -107,7 +109,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             planner: PlannerChoice::Auto,
-            time_limit: Duration::from_secs(1),
+            budget: Budget::within(Duration::from_secs(1)),
             seed: 0,
             capacity: None,
         }

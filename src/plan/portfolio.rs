@@ -1,17 +1,19 @@
-//! Running planners by name, and `auto`: the fast heuristics, then the exact search.
-
-use std::time::{Duration, Instant};
+//! Running planners by name, and `auto`: the fast heuristics, then the exact search. Every
+//! planner draws on the options' work budget (a share each, so parallel planners do not depend
+//! on each other's progress); when no heuristic finishes within its share, the buffers are
+//! stacked one above the other, which is always valid.
 
 use rayon::prelude::*;
 
 use super::bounds::lower_bound;
+use super::budget::Budget;
 use super::exact::exact;
 use super::free_list::s2_free_list;
-use super::genetic::{Budget, s3_genetic};
+use super::genetic::{Goal, s3_genetic};
 use super::greedy::{Order, greedy};
 use super::options::{PlanOptions, PlannerChoice};
 use super::place::Fit;
-use super::problem::{Problem, Solution, arena_of};
+use super::problem::{Problem, Search, Solution, arena_of, stacked};
 
 /// The fast (greedy, O(n log n)-ish) planners `auto` always runs.
 pub const HEURISTICS: [PlannerChoice; 7] = [
@@ -44,113 +46,186 @@ const LARGE_HEURISTICS: [PlannerChoice; 3] = [
     PlannerChoice::GreedyByBreadth,
 ];
 
+/// The name of the always-valid fallback plan (every buffer above the previous one).
+const STACKED: &str = "stacked";
+
 /// Runs the chosen planner on a validated problem.
 pub(crate) fn run(problem: &Problem, options: &PlanOptions) -> Solution {
-    let now = Instant::now();
-    let deadline = now
-        .checked_add(options.time_limit)
-        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
     let bound = lower_bound(problem);
-    let good_enough = bound.max(options.capacity.unwrap_or(0));
+    let budget = &options.budget;
     match options.planner {
-        PlannerChoice::Auto => auto(problem, options, deadline, bound),
+        PlannerChoice::Auto => auto(problem, options, bound),
         PlannerChoice::S3Genetic => {
-            let budget = Budget {
-                deadline,
-                good_enough,
-                seed: options.seed,
-            };
-            finish(
-                problem,
-                s3_genetic(problem, &budget),
-                options.planner,
-                bound,
-            )
+            let found = genetic(problem, options, budget, bound);
+            found.unwrap_or_else(|search| with_searches(fallback(problem, bound), vec![search]))
         }
         PlannerChoice::Exact => {
-            let start = best_heuristic(problem, &HEURISTICS, bound);
-            improve_exactly(problem, &start.offsets, options, deadline, bound)
+            let start = best_heuristic(problem, &HEURISTICS, &budget.part(1, 4), bound);
+            let searches = start.searches.clone();
+            let improved =
+                improve_exactly(problem, &start.offsets, options, &budget.part(2, 3), bound);
+            let mut all = searches;
+            all.extend(improved.searches.clone());
+            with_searches(improved, all)
         }
-        fast => finish(problem, heuristic(problem, fast), fast, bound),
+        fast => best_heuristic(problem, &[fast], budget, bound),
     }
 }
 
-/// Offsets from one of the [`HEURISTICS`] (any other choice falls back to greedy-by-size).
-fn heuristic(problem: &Problem, choice: PlannerChoice) -> Vec<u64> {
-    match choice {
-        PlannerChoice::GreedyByBreadth => greedy(problem, Order::Breadth, Fit::Best),
-        PlannerChoice::BestFitSize => greedy(problem, Order::Size, Fit::Best),
-        PlannerChoice::BestFitLifetime => greedy(problem, Order::Lifetime, Fit::Best),
-        PlannerChoice::BestFitArea => greedy(problem, Order::Area, Fit::Best),
-        PlannerChoice::BestFitStart => greedy(problem, Order::Start, Fit::Best),
-        PlannerChoice::S2FreeList => s2_free_list(problem),
-        _ => greedy(problem, Order::Size, Fit::Lowest),
-    }
+/// Offsets from one of the [`HEURISTICS`] (any other choice falls back to greedy-by-size), or
+/// `None` when its budget stops it first; and how it ended.
+fn heuristic(
+    problem: &Problem,
+    choice: PlannerChoice,
+    budget: &Budget,
+) -> (Option<Vec<u64>>, Search) {
+    let mut meter = budget.meter();
+    let meter = &mut meter;
+    let offsets = match choice {
+        PlannerChoice::GreedyByBreadth => greedy(problem, Order::Breadth, Fit::Best, meter),
+        PlannerChoice::BestFitSize => greedy(problem, Order::Size, Fit::Best, meter),
+        PlannerChoice::BestFitLifetime => greedy(problem, Order::Lifetime, Fit::Best, meter),
+        PlannerChoice::BestFitArea => greedy(problem, Order::Area, Fit::Best, meter),
+        PlannerChoice::BestFitStart => greedy(problem, Order::Start, Fit::Best, meter),
+        PlannerChoice::S2FreeList => s2_free_list(problem, meter),
+        _ => greedy(problem, Order::Size, Fit::Lowest, meter),
+    };
+    let search = Search {
+        planner: choice.name().to_string(),
+        ended_by: meter.ending(),
+    };
+    (offsets, search)
 }
 
 /// Runs the first heuristic; unless it meets the bound (no other can do better), runs the
-/// rest in parallel; keeps the smallest arena (the first on ties).
-fn best_heuristic(problem: &Problem, heuristics: &[PlannerChoice], bound: u64) -> Solution {
-    let run = |&choice: &PlannerChoice| finish(problem, heuristic(problem, choice), choice, bound);
-    let Some((first, rest)) = heuristics.split_first() else {
-        return finish(problem, Vec::new(), PlannerChoice::Auto, bound);
+/// rest in parallel; keeps the smallest arena (the first on ties). Each heuristic may spend
+/// all of `budget` (they are cheap next to the searches, and a plan is needed); when none
+/// finishes, the plan is [`stacked`].
+fn best_heuristic(
+    problem: &Problem,
+    heuristics: &[PlannerChoice],
+    budget: &Budget,
+    bound: u64,
+) -> Solution {
+    let run = |&choice: &PlannerChoice| {
+        let (offsets, search) = heuristic(problem, choice, budget);
+        (offsets.map(|o| finish(problem, o, choice, bound)), search)
     };
-    let first = run(first);
-    if first.proven_optimal {
-        return first;
+    let Some((first, rest)) = heuristics.split_first() else {
+        return fallback(problem, bound);
+    };
+    let (first, first_search) = run(first);
+    if let Some(solution) = first.as_ref().filter(|s| s.proven_optimal) {
+        return with_searches(solution.clone(), vec![first_search]);
     }
-    let best_rest = rest.par_iter().map(run).min_by_key(|s| s.arena);
-    match best_rest {
-        Some(other) if other.arena < first.arena => other,
-        _ => first,
+    // Collected in order, so ties go to the earlier heuristic whatever the thread count.
+    let others: Vec<_> = rest.par_iter().map(run).collect();
+    let mut searches = vec![first_search];
+    let mut best = first;
+    for (solution, search) in others {
+        searches.push(search);
+        if let Some(s) = solution
+            && best.as_ref().is_none_or(|b| s.arena < b.arena)
+        {
+            best = Some(s);
+        }
     }
+    with_searches(best.unwrap_or_else(|| fallback(problem, bound)), searches)
 }
 
 fn finish(problem: &Problem, offsets: Vec<u64>, planner: PlannerChoice, bound: u64) -> Solution {
+    named(problem, offsets, planner.name(), bound)
+}
+
+fn named(problem: &Problem, offsets: Vec<u64>, planner: &str, bound: u64) -> Solution {
     let arena = arena_of(problem, &offsets);
     Solution {
         offsets,
         arena,
-        planner: planner.name().to_string(),
+        planner: planner.to_string(),
         proven_optimal: arena <= bound,
         lower_bound: bound,
+        searches: Vec::new(),
     }
 }
 
-/// The best heuristic; then, unless it meets the bound or the capacity, the exact search and/or
-/// the genetic one (by problem size; nothing on the largest) until the deadline.
-fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64) -> Solution {
+/// Every buffer above the previous one: valid whatever the problem, and as poor as it gets.
+fn fallback(problem: &Problem, bound: u64) -> Solution {
+    named(problem, stacked(problem), STACKED, bound)
+}
+
+fn with_searches(solution: Solution, searches: Vec<Search>) -> Solution {
+    Solution {
+        searches,
+        ..solution
+    }
+}
+
+/// The genetic search under `budget`, or how it ended when it found no whole plan.
+fn genetic(
+    problem: &Problem,
+    options: &PlanOptions,
+    budget: &Budget,
+    bound: u64,
+) -> Result<Solution, Search> {
+    let goal = Goal {
+        good_enough: bound.max(options.capacity.unwrap_or(0)),
+        seed: options.seed,
+    };
+    let mut meter = budget.meter();
+    let offsets = s3_genetic(problem, &goal, &mut meter);
+    let search = Search {
+        planner: PlannerChoice::S3Genetic.name().to_string(),
+        ended_by: meter.ending(),
+    };
+    match offsets {
+        Some(offsets) => Ok(with_searches(
+            finish(problem, offsets, PlannerChoice::S3Genetic, bound),
+            vec![search],
+        )),
+        None => Err(search),
+    }
+}
+
+/// The best heuristic (each may spend a quarter of the budget); then, unless it meets the bound or the capacity,
+/// the exact search and/or the genetic one (by problem size; nothing on the largest) with the
+/// rest, split evenly between the two when both run.
+fn auto(problem: &Problem, options: &PlanOptions, bound: u64) -> Solution {
+    let budget = &options.budget;
     let nonvoid = problem.buffers.iter().filter(|b| !b.is_void()).count();
     let heuristics: &[PlannerChoice] = if nonvoid > LARGE {
         &LARGE_HEURISTICS
     } else {
         &HEURISTICS
     };
-    let best = best_heuristic(problem, heuristics, bound);
+    let best = best_heuristic(problem, heuristics, &budget.part(1, 4), bound);
     let met = options
         .capacity
         .is_some_and(|c| best.arena <= c || bound > c);
-    if best.proven_optimal || met || nonvoid > LARGE {
+    if best.proven_optimal || met || nonvoid > LARGE || budget.stopped().is_some() {
         return best;
     }
-    let genetic = || {
-        let budget = Budget {
-            deadline,
-            good_enough: bound.max(options.capacity.unwrap_or(0)),
-            seed: options.seed,
-        };
-        let offsets = s3_genetic(problem, &budget);
-        finish(problem, offsets, PlannerChoice::S3Genetic, bound)
+    let mut searches = best.searches.clone();
+    let exact = |share: &Budget| improve_exactly(problem, &best.offsets, options, share, bound);
+    let evolve = |share: &Budget| genetic(problem, options, share, bound);
+    let mut found = Vec::new();
+    let mut take = |result: Result<Solution, Search>| match result {
+        Ok(solution) => {
+            searches.extend(solution.searches.iter().cloned());
+            found.push(solution);
+        }
+        Err(search) => searches.push(search),
     };
-    let exact = || improve_exactly(problem, &best.offsets, options, deadline, bound);
-    let found = if nonvoid <= EXACT_ALONE_BUFFERS {
-        vec![exact()]
+    if nonvoid <= EXACT_ALONE_BUFFERS {
+        take(Ok(exact(&budget.part(2, 3))));
     } else if nonvoid <= EXACT_MAX_BUFFERS {
-        let (exact, evolved) = rayon::join(exact, genetic);
-        vec![exact, evolved]
+        let share = budget.part(1, 3);
+        let (exact, evolved) = rayon::join(|| exact(&share), || evolve(&share));
+        take(Ok(exact));
+        take(evolved);
     } else {
-        vec![genetic()]
-    };
+        take(evolve(&budget.part(2, 3)));
+    }
     let lower_bound = found.iter().map(|s| s.lower_bound).fold(bound, u64::max);
     let winner = found
         .into_iter()
@@ -158,6 +233,7 @@ fn auto(problem: &Problem, options: &PlanOptions, deadline: Instant, bound: u64)
     Solution {
         proven_optimal: winner.arena <= lower_bound,
         lower_bound,
+        searches,
         ..winner
     }
 }
@@ -166,10 +242,11 @@ fn improve_exactly(
     problem: &Problem,
     start: &[u64],
     options: &PlanOptions,
-    deadline: Instant,
+    budget: &Budget,
     bound: u64,
 ) -> Solution {
-    let result = exact(problem, start, options.capacity, deadline);
+    let mut meter = budget.meter();
+    let result = exact(problem, start, options.capacity, &mut meter);
     let lower_bound = result.lower_bound.max(bound);
     Solution {
         proven_optimal: result.arena <= lower_bound,
@@ -177,6 +254,10 @@ fn improve_exactly(
         arena: result.arena,
         planner: PlannerChoice::Exact.name().to_string(),
         lower_bound,
+        searches: vec![Search {
+            planner: PlannerChoice::Exact.name().to_string(),
+            ended_by: meter.ending(),
+        }],
     }
 }
 
@@ -200,7 +281,7 @@ mod tests {
             for &planner in &planners {
                 let options = PlanOptions {
                     planner,
-                    time_limit: Duration::from_millis(20),
+                    budget: Budget::within(Duration::from_millis(20)),
                     seed,
                     capacity: None,
                 };
@@ -227,7 +308,7 @@ mod tests {
         ] {
             let options = PlanOptions {
                 planner,
-                time_limit: Duration::MAX,
+                budget: Budget::within(Duration::MAX),
                 ..PlanOptions::default()
             };
             assert_eq!(verify(&p, &run(&p, &options)), Ok(()));

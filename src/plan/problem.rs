@@ -48,6 +48,35 @@ pub struct Solution {
     pub proven_optimal: bool,
     /// The best lower bound on the arena that the planner proved.
     pub lower_bound: u64,
+    /// Every planner that ran, and what ended it.
+    pub searches: Vec<Search>,
+}
+
+/// One planner's run within a solve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Search {
+    /// The planner's name.
+    pub planner: String,
+    /// Whether it finished, spent its work allowance, or was stopped by the clock.
+    pub ended_by: super::budget::Ending,
+}
+
+/// Every buffer at the aligned top of the one before: valid for any problem (nothing shares
+/// bytes), and the naive arena.
+pub(crate) fn stacked(problem: &Problem) -> Vec<u64> {
+    let mut top = 0;
+    problem
+        .buffers
+        .iter()
+        .map(|b| {
+            if b.is_void() {
+                return 0;
+            }
+            let offset = align_up(top, problem.alignment);
+            top = offset + b.size;
+            offset
+        })
+        .collect()
 }
 
 /// The largest padded total size [`Problem::validate`] accepts: 2^62 bytes.

@@ -165,6 +165,7 @@ mod tests {
             planner: "test".into(),
             proven_optimal: false,
             lower_bound: 24,
+            searches: Vec::new(),
         };
         (problem, solution)
     }
@@ -198,6 +199,7 @@ mod tests {
             planner: "test".into(),
             proven_optimal: true,
             lower_bound: 8,
+            searches: Vec::new(),
         };
         assert_eq!(verify(&p, &s), Ok(()));
     }

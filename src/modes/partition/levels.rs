@@ -121,7 +121,7 @@ fn plan_body(
     }));
     let problem = Problem { buffers, alignment };
     let options = PlanOptions {
-        time_limit: Duration::from_millis(200),
+        budget: plan::Budget::within(Duration::from_millis(200)),
         ..PlanOptions::default()
     };
     let solution = plan::solve(&problem, &options).map_err(|e| e.to_string())?;

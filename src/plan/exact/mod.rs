@@ -5,9 +5,8 @@ mod instance;
 mod search;
 mod strategy;
 
-use std::time::Instant;
-
 use super::bounds::lower_bound;
+use super::budget::Meter;
 use super::problem::Problem;
 use instance::Instance;
 use search::{Solver, Stop};
@@ -23,7 +22,7 @@ pub(crate) struct Exact {
     pub(crate) lower_bound: u64,
 }
 
-/// Improves on `incumbent` (a valid placement) until `deadline`.
+/// Improves on `incumbent` (a valid placement) until `meter` stops it.
 ///
 /// With a `capacity`, each group is searched with that cap and the search stops once it is met;
 /// a group whose search is exhausted proves the capacity impossible. Without one, groups are
@@ -35,7 +34,7 @@ pub(crate) fn exact(
     problem: &Problem,
     incumbent: &[u64],
     capacity: Option<u64>,
-    deadline: Instant,
+    meter: &mut Meter,
 ) -> Exact {
     let mut offsets: Vec<u64> = incumbent
         .iter()
@@ -70,7 +69,7 @@ pub(crate) fn exact(
         let mut solver = Solver::new(&inst);
         let portfolio = strategies(&inst);
         let mut satisfy =
-            |cap: u64, deadline: Instant| restarts(&mut solver, &portfolio, cap, deadline);
+            |cap: u64, meter: &mut Meter| restarts(&mut solver, &portfolio, cap, meter);
         let mut adopt = |local: &[u64]| {
             for (k, &i) in members.iter().enumerate() {
                 offsets[i] = local[k];
@@ -83,7 +82,7 @@ pub(crate) fn exact(
                 .unwrap_or(0)
         };
         if let Some(cap) = capacity {
-            match satisfy(cap, deadline) {
+            match satisfy(cap, meter) {
                 Answer::Found(local) => {
                     adopt(&local);
                 }
@@ -95,9 +94,11 @@ pub(crate) fn exact(
             }
             continue;
         }
-        let now = Instant::now();
-        let probe_deadline = now + deadline.saturating_duration_since(now) / 4;
-        let mut known = match satisfy(target, probe_deadline) {
+        let mut probe = meter.share(4);
+        let granted = probe.left();
+        let answer = satisfy(target, &mut probe);
+        meter.absorb(probe, granted);
+        let mut known = match answer {
             Answer::Found(local) => {
                 adopt(&local);
                 continue;
@@ -107,7 +108,7 @@ pub(crate) fn exact(
         };
         let mut best = upper;
         while best > known && best > target {
-            match satisfy(best - 1, deadline) {
+            match satisfy(best - 1, meter) {
                 Answer::Found(local) => best = adopt(&local),
                 Answer::Impossible => known = best,
                 Answer::Unknown => break,
@@ -128,21 +129,22 @@ pub(crate) fn exact(
 const FIRST_BUDGET: u64 = 1000;
 
 /// Runs the search with each strategy in turn under a node budget that doubles every round, so
-/// a strategy that thrashes on this problem costs little; stops only at an answer or the deadline.
+/// a strategy that thrashes on this problem costs little; stops only at an answer or when
+/// `meter` stops it.
 fn restarts(
     solver: &mut Solver<'_>,
     portfolio: &[Strategy],
     cap: u64,
-    deadline: Instant,
+    meter: &mut Meter,
 ) -> Answer {
     // A budget below twice the number of buffers could not even finish one descent.
     let mut budget = FIRST_BUDGET.max(2 * solver.len() as u64);
     loop {
         for strategy in portfolio {
-            match solver.satisfy(cap, strategy, budget, deadline) {
+            match solver.satisfy(cap, strategy, budget, meter) {
                 Ok(Some(offsets)) => return Answer::Found(offsets),
                 Ok(None) => return Answer::Impossible,
-                Err(Stop::Timeout) => return Answer::Unknown,
+                Err(Stop::Spent) => return Answer::Unknown,
                 Err(Stop::Budget) => {}
             }
         }
@@ -156,7 +158,7 @@ enum Answer {
     Found(Vec<u64>),
     /// Proven: no placement fits the cap.
     Impossible,
-    /// Time ran out.
+    /// The work allowance ran out (or a safety stop fired).
     Unknown,
 }
 
@@ -190,6 +192,7 @@ fn sub_problem(problem: &Problem, members: &[usize]) -> Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::budget::Budget;
     use crate::plan::synth;
     use crate::plan::{Solution, verify};
     use std::time::Duration;
@@ -209,14 +212,15 @@ mod tests {
     }
 
     fn run(problem: &Problem, capacity: Option<u64>) -> Exact {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let result = exact(problem, &stacked(problem), capacity, deadline);
+        let budget = Budget::for_time(Duration::from_secs(10), std::time::Instant::now());
+        let result = exact(problem, &stacked(problem), capacity, &mut budget.meter());
         let solution = Solution {
             offsets: result.offsets.clone(),
             arena: result.arena,
             planner: String::new(),
             proven_optimal: false,
             lower_bound: result.lower_bound,
+            searches: Vec::new(),
         };
         assert_eq!(verify(problem, &solution), Ok(()));
         assert!(result.lower_bound <= result.arena || capacity.is_some());

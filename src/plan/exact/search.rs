@@ -34,18 +34,18 @@
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
-use std::time::Instant;
 
 use super::instance::{Instance, NONE};
 use super::strategy::{Branching, Strategy};
+use crate::plan::budget::{Budget, Meter};
 use crate::plan::problem::align_up;
 use crate::plan::rng::mix;
 
 /// Why a search stopped before finishing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stop {
-    /// The deadline passed.
-    Timeout,
+    /// The work allowance is spent (or a safety stop fired).
+    Spent,
     /// The node budget of this attempt ran out.
     Budget,
 }
@@ -98,6 +98,11 @@ enum Opened {
 /// without splitting, which is only slower.
 const MAX_NESTING: u32 = 200;
 
+/// Work of a search node, besides its buffers.
+const NODE_WORK: u64 = 100;
+/// Work per buffer of the part a node examines.
+const BUFFER_WORK: u64 = 5;
+
 /// Forgotten failures are only lost pruning, so the memory is simply cleared when full.
 const MEMORY_LIMIT: usize = 1 << 23;
 
@@ -106,7 +111,7 @@ const MEMORY_LIMIT: usize = 1 << 23;
 pub(super) struct Solver<'a> {
     inst: &'a Instance,
     cap: u64,
-    deadline: Instant,
+    meter: Meter,
     node_limit: u64,
     branching: Branching,
     rank: Vec<u32>,
@@ -156,7 +161,7 @@ impl<'a> Solver<'a> {
         Solver {
             inst,
             cap: 0,
-            deadline: Instant::now(),
+            meter: Budget::unlimited().meter(),
             node_limit: 0,
             branching: Branching::MostCrowded,
             rank: vec![0; n],
@@ -193,20 +198,21 @@ impl<'a> Solver<'a> {
     }
 
     /// Finds a placement whose arena is at most `cap` using `strategy`: `Ok(Some(offsets))`, or
-    /// `Ok(None)` when none exists, or why it stopped: the deadline, or `budget` nodes explored.
+    /// `Ok(None)` when none exists, or why it stopped: `meter` spent (or stopped), or `budget`
+    /// nodes explored. Each node costs work in proportion to the buffers it examines.
     pub(super) fn satisfy(
         &mut self,
         cap: u64,
         strategy: &Strategy,
         budget: u64,
-        deadline: Instant,
+        meter: &mut Meter,
     ) -> Result<Option<Vec<u64>>, Stop> {
         if cap > self.cap {
             // Failures remembered under a smaller cap may succeed under this one.
             self.failed.clear();
         }
         self.cap = cap;
-        self.deadline = deadline;
+        std::mem::swap(&mut self.meter, meter);
         self.node_limit = self.nodes.saturating_add(budget);
         self.branching = strategy.branching;
         self.rank.clone_from(&strategy.rank);
@@ -218,6 +224,7 @@ impl<'a> Solver<'a> {
             hi: self.inst.sections,
         };
         let outcome = self.solve(&whole);
+        std::mem::swap(&mut self.meter, meter);
         let found = matches!(outcome, Ok(true)).then(|| self.offset.clone());
         self.undo_to(0);
         self.candidates.clear();
@@ -328,8 +335,11 @@ impl<'a> Solver<'a> {
         if self.nodes >= self.node_limit {
             return Err(Stop::Budget);
         }
-        if self.nodes.is_multiple_of(1024) && Instant::now() >= self.deadline {
-            return Err(Stop::Timeout);
+        if !self
+            .meter
+            .spend(NODE_WORK + BUFFER_WORK * part.buffers.len() as u64)
+        {
+            return Err(Stop::Spent);
         }
         let mut unplaced = std::mem::take(&mut self.scratch);
         unplaced.clear();

@@ -13,12 +13,13 @@ mod shift_list;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
+use super::budget::Meter;
 use super::problem::{Problem, align_up};
 use shift_list::ShiftList;
 
-/// Runs S2 and returns the offsets. Sizes are padded to the alignment internally, so every block
-/// boundary (and thus every offset) stays aligned.
-pub(crate) fn s2_free_list(problem: &Problem) -> Vec<u64> {
+/// Runs S2 and returns the offsets, or `None` when `meter` stops it first. Sizes are padded to
+/// the alignment internally, so every block boundary (and thus every offset) stays aligned.
+pub(crate) fn s2_free_list(problem: &Problem, meter: &mut Meter) -> Option<Vec<u64>> {
     let buffers = &problem.buffers;
     let padded = |i: usize| align_up(buffers[i].size, problem.alignment);
     let mut queue: Vec<usize> = (0..buffers.len())
@@ -34,6 +35,9 @@ pub(crate) fn s2_free_list(problem: &Problem) -> Vec<u64> {
     let mut arena = 0u64;
 
     for i in queue {
+        // A block's arrival and departure are a few ordered-map operations each; an extension
+        // moves every block above it.
+        let mut work = 100;
         while let Some(&Reverse((end, j))) = departures.peek() {
             if end > buffers[i].start {
                 break;
@@ -51,6 +55,7 @@ pub(crate) fn s2_free_list(problem: &Problem) -> Vec<u64> {
                 let shortfall = size - len;
                 let above = offset + len;
                 for (o, j) in live.split_off(&above) {
+                    work += 50;
                     offsets[j] = o + shortfall;
                     live.insert(o + shortfall, j);
                 }
@@ -63,9 +68,12 @@ pub(crate) fn s2_free_list(problem: &Problem) -> Vec<u64> {
         offsets[i] = offset;
         live.insert(offset, i);
         departures.push(Reverse((buffers[i].end, i)));
+        if !meter.spend(work) {
+            return None;
+        }
     }
     released.write_offsets(&mut offsets);
-    offsets
+    Some(offsets)
 }
 
 /// Free blocks indexed by offset (to merge neighbours) and by (length, offset) (to find fits).
@@ -156,7 +164,8 @@ mod tests {
                 (4096, 5, 5),
             ],
         );
-        let offsets = s2_free_list(&p);
+        let offsets = s2_free_list(&p, &mut crate::plan::budget::Budget::unlimited().meter())
+            .expect("unlimited");
         assert_eq!(offsets, [0, 2048, 4096, 0, 4096, 0]);
         assert_eq!(arena_of(&p, &offsets), 5120);
     }
@@ -165,7 +174,8 @@ mod tests {
     fn extending_the_top_free_block_grows_the_arena_by_the_shortfall() {
         // Block 1 (100 B) is freed at the top; block 2 needs 160 B: the top block grows by 60.
         let p = problem(1, &[(50, 0, 5), (100, 0, 0), (160, 1, 2)]);
-        let offsets = s2_free_list(&p);
+        let offsets = s2_free_list(&p, &mut crate::plan::budget::Budget::unlimited().meter())
+            .expect("unlimited");
         assert_eq!(offsets, [0, 50, 50]);
         assert_eq!(arena_of(&p, &offsets), 210);
     }
@@ -175,7 +185,8 @@ mod tests {
         // Block 0 leaves [0, 100) free under live block 1 at [100, 150); block 2 needs 120 B:
         // the largest free block grows by 20, so block 1 moves up to 120 (for its whole life).
         let p = problem(1, &[(100, 0, 1), (50, 0, 9), (120, 2, 3)]);
-        let offsets = s2_free_list(&p);
+        let offsets = s2_free_list(&p, &mut crate::plan::budget::Budget::unlimited().meter())
+            .expect("unlimited");
         assert_eq!(offsets, [0, 120, 0]);
         assert_eq!(arena_of(&p, &offsets), 170);
     }
@@ -188,7 +199,8 @@ mod tests {
             1,
             &[(100, 0, 1), (30, 0, 5), (40, 0, 0), (30, 2, 2), (120, 3, 4)],
         );
-        let offsets = s2_free_list(&p);
+        let offsets = s2_free_list(&p, &mut crate::plan::budget::Budget::unlimited().meter())
+            .expect("unlimited");
         assert_eq!(offsets, [0, 120, 150, 150, 0]);
         let solution = crate::plan::Solution {
             arena: arena_of(&p, &offsets),
@@ -196,6 +208,7 @@ mod tests {
             planner: String::new(),
             proven_optimal: false,
             lower_bound: 0,
+            searches: Vec::new(),
         };
         assert_eq!(solution.arena, 190);
         assert_eq!(crate::plan::verify(&p, &solution), Ok(()));

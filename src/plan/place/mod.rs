@@ -2,6 +2,7 @@
 
 mod index;
 
+use super::budget::Meter;
 use super::problem::{Problem, align_up};
 use index::LiveIndex;
 
@@ -34,32 +35,47 @@ impl<'p> Placer<'p> {
     }
 
     /// Places every non-void buffer in `order` (a permutation of some indices) and returns all
-    /// offsets. Buffers left out of `order` stay at 0, so `order` should hold every non-void one.
-    pub(crate) fn place_all(&mut self, order: &[usize], fit: Fit) -> Vec<u64> {
+    /// offsets, or `None` when `meter` stops it first. Buffers left out of `order` stay at 0, so
+    /// `order` should hold every non-void one. Each placement costs the placed buffers it
+    /// conflicts with.
+    pub(crate) fn place_all(
+        &mut self,
+        order: &[usize],
+        fit: Fit,
+        meter: &mut Meter,
+    ) -> Option<Vec<u64>> {
         self.index.clear();
         self.offsets.fill(0);
         for &i in order {
-            self.place(i, fit);
+            if !meter.spend(self.place(i, fit)) {
+                return None;
+            }
         }
-        self.offsets.clone()
+        Some(self.offsets.clone())
     }
 
-    /// Places buffer `i` (ignored when void) and returns its offset.
+    /// Places buffer `i` (ignored when void); returns the work it took.
     fn place(&mut self, i: usize, fit: Fit) -> u64 {
         let buffer = self.problem.buffers[i];
         if buffer.is_void() {
-            return 0;
+            return 1;
         }
         self.occupied.clear();
         let occupied = &mut self.occupied;
         self.index
             .for_each_conflict(i, |offset, top| occupied.push((offset, top)));
+        let work = PLACE_WORK + CONFLICT_WORK * self.occupied.len() as u64;
         let offset = choose_gap(&mut self.occupied, buffer.size, self.problem.alignment, fit);
         self.offsets[i] = offset;
         self.index.insert(i, offset, offset + buffer.size);
-        offset
+        work
     }
 }
+
+/// Work of one placement, besides its conflicts.
+const PLACE_WORK: u64 = 20;
+/// Work per conflicting placed buffer (found, sorted and scanned).
+const CONFLICT_WORK: u64 = 4;
 
 /// Picks an offset for `size` bytes among the `occupied` byte ranges (sorted here in place).
 fn choose_gap(occupied: &mut [(u64, u64)], size: u64, alignment: u64, fit: Fit) -> u64 {
@@ -87,6 +103,7 @@ fn choose_gap(occupied: &mut [(u64, u64)], size: u64, alignment: u64, fit: Fit) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::budget::Budget;
 
     #[test]
     fn lowest_fit_takes_the_first_gap_that_holds_the_buffer() {
@@ -116,7 +133,9 @@ mod tests {
     #[test]
     fn placer_sees_only_conflicting_buffers() {
         let problem = Problem::of(1, &[(10, 0, 2), (10, 2, 4), (5, 1, 3), (7, 5, 5)]);
-        let offsets = Placer::new(&problem).place_all(&[0, 1, 2, 3], Fit::Lowest);
+        let offsets = Placer::new(&problem)
+            .place_all(&[0, 1, 2, 3], Fit::Lowest, &mut Budget::unlimited().meter())
+            .expect("unlimited");
         assert_eq!(offsets, [0, 0, 10, 0]);
     }
 }

@@ -1,0 +1,256 @@
+//! How much a search may do. Searches count their *work* (units of a few nanoseconds of
+//! single-core time: a buffer placed, a conflict scanned, a search node's buffers examined) and
+//! stop when their allowance is spent, so the same problem and budget give the same result on
+//! any machine, under any load and at any thread count. A wall-clock deadline and a cancel flag
+//! are safety stops on top: when one fires the result depends on timing, and the search reports
+//! it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Work units a budget grants per second of time limit. `auto` spends at most about 2.4 times
+/// the budget on one core (each heuristic a quarter, the searches two thirds); on a loaded
+/// 2-core x86 machine (about 10 ns a unit) that is 0.3 to 0.7 of the time limit, so the
+/// deadline fires only on a slower machine or under a heavier load.
+pub const WORK_PER_SECOND: u64 = 30_000_000;
+
+/// Clock and cancel checks happen after this many units at most.
+const CHECK_EVERY: u64 = 1 << 16;
+
+/// Why a search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ending {
+    /// It finished on its own (exhausted its search space, or met its goal).
+    Complete,
+    /// It spent its work allowance (deterministic).
+    Work,
+    /// The wall-clock safety stop fired (the result depends on timing).
+    Time,
+    /// It was cancelled from outside.
+    Cancelled,
+}
+
+impl Ending {
+    /// The name the table uses: `complete`, `work-budget`, `time-limit` or `cancelled`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ending::Complete => "complete",
+            Ending::Work => "work-budget",
+            Ending::Time => "time-limit",
+            Ending::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A work allowance with its safety stops; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    /// Work units the whole planning may spend.
+    pub work: u64,
+    /// No search runs past this instant.
+    pub deadline: Option<Instant>,
+    /// Set from another thread to stop every search at its next check.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Budget {
+    /// No limit at all.
+    pub fn unlimited() -> Self {
+        Budget {
+            work: u64::MAX,
+            deadline: None,
+            cancel: None,
+        }
+    }
+
+    /// The budget of a time limit counted from `started`: [`WORK_PER_SECOND`] units per second,
+    /// and the deadline `started + limit`.
+    pub fn for_time(limit: Duration, started: Instant) -> Self {
+        let work = (limit.as_secs_f64() * WORK_PER_SECOND as f64).min(u64::MAX as f64) as u64;
+        Budget {
+            work,
+            deadline: started.checked_add(limit),
+            cancel: None,
+        }
+    }
+
+    /// [`Budget::for_time`] from now.
+    pub fn within(limit: Duration) -> Self {
+        Budget::for_time(limit, Instant::now())
+    }
+
+    /// The same stops with `numerator / denominator` of the work.
+    pub fn part(&self, numerator: u64, denominator: u64) -> Budget {
+        let work = (self.work as u128 * numerator as u128 / denominator.max(1) as u128) as u64;
+        Budget {
+            work,
+            ..self.clone()
+        }
+    }
+
+    /// A meter drawing on this budget's whole work.
+    pub fn meter(&self) -> Meter {
+        Meter {
+            left: self.work,
+            deadline: self.deadline,
+            cancel: self.cancel.clone(),
+            since_check: 0,
+            ended: None,
+        }
+    }
+
+    /// True when a safety stop has fired already.
+    pub fn stopped(&self) -> Option<Ending> {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            Some(Ending::Cancelled)
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Ending::Time)
+        } else {
+            None
+        }
+    }
+}
+
+/// One search's running account of work against its allowance.
+#[derive(Debug)]
+pub struct Meter {
+    left: u64,
+    deadline: Option<Instant>,
+    cancel: Option<Arc<AtomicBool>>,
+    since_check: u64,
+    ended: Option<Ending>,
+}
+
+impl Meter {
+    /// Spends `units`; false (for good) once the allowance is spent or a safety stop fired.
+    pub fn spend(&mut self, units: u64) -> bool {
+        if self.ended.is_some() {
+            return false;
+        }
+        if units > self.left {
+            self.left = 0;
+            self.ended = Some(Ending::Work);
+            return false;
+        }
+        self.left -= units;
+        self.since_check += units;
+        if self.since_check >= CHECK_EVERY {
+            self.since_check = 0;
+            if let Some(stop) = self.stopped() {
+                self.ended = Some(stop);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// True while the search may go on (checks the safety stops now).
+    pub fn running(&mut self) -> bool {
+        if self.ended.is_none()
+            && let Some(stop) = self.stopped()
+        {
+            self.ended = Some(stop);
+        }
+        self.ended.is_none()
+    }
+
+    /// Why the search ended so far: [`Ending::Complete`] while nothing stopped it.
+    pub fn ending(&self) -> Ending {
+        self.ended.unwrap_or(Ending::Complete)
+    }
+
+    /// Units left.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// A meter for a sub-search with `1 / denominator` of what is left; give it back with
+    /// [`Meter::absorb`].
+    pub fn share(&self, denominator: u64) -> Meter {
+        Meter {
+            left: self.left / denominator.max(1),
+            deadline: self.deadline,
+            cancel: self.cancel.clone(),
+            since_check: self.since_check,
+            ended: self.ended,
+        }
+    }
+
+    /// Charges what a sub-search from [`Meter::share`] spent; a safety stop it met stops this
+    /// meter too (its own allowance running out does not).
+    pub fn absorb(&mut self, sub: Meter, granted: u64) {
+        self.left -= granted - sub.left;
+        if let Some(stop @ (Ending::Time | Ending::Cancelled)) = sub.ended {
+            self.ended = Some(stop);
+        }
+    }
+
+    fn stopped(&self) -> Option<Ending> {
+        Budget {
+            work: 0,
+            deadline: self.deadline,
+            cancel: self.cancel.clone(),
+        }
+        .stopped()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_runs_out_at_the_allowance_exactly() {
+        let budget = Budget {
+            work: 10,
+            ..Budget::unlimited()
+        };
+        let mut meter = budget.meter();
+        assert!(meter.spend(4) && meter.spend(6));
+        assert_eq!(meter.ending(), Ending::Complete);
+        assert!(!meter.spend(1));
+        assert_eq!(meter.ending(), Ending::Work);
+        assert!(!meter.spend(0), "an ended meter stays ended");
+    }
+
+    #[test]
+    fn a_past_deadline_or_a_cancel_stops_at_the_next_check() {
+        let past = Budget {
+            deadline: Some(Instant::now()),
+            ..Budget::unlimited()
+        };
+        let mut meter = past.meter();
+        assert!(!meter.spend(CHECK_EVERY));
+        assert_eq!(meter.ending(), Ending::Time);
+        let flag = Arc::new(AtomicBool::new(false));
+        let cancellable = Budget {
+            cancel: Some(flag.clone()),
+            ..Budget::unlimited()
+        };
+        let mut meter = cancellable.meter();
+        assert!(meter.running());
+        flag.store(true, Ordering::Relaxed);
+        assert!(!meter.running());
+        assert_eq!(meter.ending(), Ending::Cancelled);
+    }
+
+    #[test]
+    fn a_share_is_charged_back_to_its_parent() {
+        let mut meter = Budget {
+            work: 100,
+            ..Budget::unlimited()
+        }
+        .meter();
+        let mut sub = meter.share(4);
+        let granted = sub.left();
+        assert_eq!(granted, 25);
+        assert!(sub.spend(20) && !sub.spend(10));
+        meter.absorb(sub, granted);
+        assert_eq!((meter.left(), meter.ending()), (75, Ending::Complete));
+    }
+}
