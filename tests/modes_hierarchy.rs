@@ -21,7 +21,7 @@ fn cast(input: &str, output: &str, to: i64) -> onnx_memplan::onnx::proto::NodePr
 
 /// S2's example: outputs of 2048, 2048, 1024, 2048, 1024 and 4096 bytes; op1 and op2 read
 /// op0, op3 reads op2, op4 reads op1 and op3, op5 reads op4. Built from a float16 weight:
-/// t0 = Relu(w) (1024 × f16), t1 = Relu(t0), t2 = Cast(t0, uint8), t3 = Cast(t2, f16),
+/// t0 = RandomUniformLike(w) (1024 × f16; random, so not folded to a constant), t1 = Relu(t0), t2 = Cast(t0, uint8), t3 = Cast(t2, f16),
 /// t4 = Equal(t1, t3) (1024 × bool), t5 = Cast(t4, f32), the graph output.
 fn s2_model() -> onnx_memplan::onnx::proto::ModelProto {
     let weight = TensorProto {
@@ -34,7 +34,7 @@ fn s2_model() -> onnx_memplan::onnx::proto::ModelProto {
     model(GraphProto {
         name: Some("s2".into()),
         node: vec![
-            node("Relu", &["w"], &["t0"]),
+            node("RandomUniformLike", &["w"], &["t0"]),
             node("Relu", &["t0"], &["t1"]),
             cast("t0", "t2", 2),
             cast("t2", "t3", 10),

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use anyhow::{Result, anyhow};
 
 use super::context::{DimsValues, NodeCtx, Output};
-use super::{InferOptions, InferReport, function, ops};
+use super::{InferOptions, InferReport, constant_nodes, function, ops};
 use crate::bail_input;
 use crate::ir::{ConstData, Constant, Dim, Graph, Model, NodeId, Opsets, TensorType, ValueType};
 use crate::onnx::proto::FunctionProto;
@@ -236,6 +236,7 @@ fn infer_node(
         };
         record(graph, dims, id, slot, vid, out, report)?;
     }
+    constant_nodes::mark_folded(graph, id);
     Ok(())
 }
 

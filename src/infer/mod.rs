@@ -4,6 +4,7 @@
 //! in the table assembled by [`ops`] (one file per operator family). Rules see a [`NodeCtx`]:
 //! the node, its input types, input constants and known shape values, and set the output types.
 
+mod constant_nodes;
 mod context;
 mod dims;
 mod driver;

@@ -48,6 +48,9 @@ pub struct Value {
     pub consumers: Vec<NodeId>,
     /// True when it is a graph output.
     pub is_output: bool,
+    /// Computed by a node whose inputs are all constants, so it is itself a constant: a runtime
+    /// computes it once at load time, as onnxruntime's constant folding does (set by inference).
+    pub folded: bool,
 }
 
 impl Value {
@@ -61,6 +64,7 @@ impl Value {
             producer: None,
             consumers: Vec::new(),
             is_output: false,
+            folded: false,
         }
     }
 
@@ -185,10 +189,12 @@ impl Graph {
         self.value_id(name).map(|id| &self.values[id])
     }
 
-    /// True for model constants: initializers and outputs of default-domain `Constant` nodes.
+    /// True for model constants: initializers, outputs of default-domain `Constant` nodes and
+    /// values folded by inference (see [`Value::folded`]).
     pub fn is_model_constant(&self, id: ValueId) -> bool {
         let value = &self.values[id];
         value.kind == ValueKind::Initializer
+            || value.folded
             || value.producer.is_some_and(|p| {
                 let node = &self.nodes[p];
                 node.op_type == "Constant" && node.domain.is_empty()

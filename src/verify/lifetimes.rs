@@ -66,7 +66,7 @@ fn expected_kind(graph: &Graph, value: &Value) -> &'static str {
     let constant_node = value
         .producer
         .is_some_and(|p| graph.nodes[p].op_type == "Constant" && graph.nodes[p].domain.is_empty());
-    if value.kind == ValueKind::Initializer || constant_node {
+    if value.kind == ValueKind::Initializer || constant_node || value.folded {
         "constant"
     } else if value.is_output {
         "output"

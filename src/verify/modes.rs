@@ -162,7 +162,8 @@ fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>
         if let Some(g) = body {
             for v in &g.values {
                 let constant = matches!(v.kind, ValueKind::Initializer | ValueKind::OuterScope)
-                    || v.producer.is_some_and(|p| g.nodes[p].op_type == "Constant");
+                    || v.producer.is_some_and(|p| g.nodes[p].op_type == "Constant")
+                    || v.folded;
                 let sized = v.tensor_type().and_then(|t| t.bytes());
                 let listed = b.tensors.iter().filter(|t| t.name == v.name).count();
                 if !constant && sized.is_some() && listed != 1 {

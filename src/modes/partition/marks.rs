@@ -72,7 +72,10 @@ pub fn mark(graph: &Graph, partition: &Partition, host_alignment: u64) -> Result
             let constant_node = v.producer.is_some_and(|p| {
                 graph.nodes[p].op_type == "Constant" && graph.nodes[p].domain.is_empty()
             });
-            if matches!(v.kind, ValueKind::Initializer | ValueKind::OuterScope) || constant_node {
+            if matches!(v.kind, ValueKind::Initializer | ValueKind::OuterScope)
+                || constant_node
+                || v.folded
+            {
                 return None;
             }
             let producer = v.producer.map_or(Side::Host, |p| Side::Unit(node_unit[p]));
