@@ -100,7 +100,7 @@ def input_shapes(model, bindings) -> tuple[dict[str, list[int]], list[str]]:
         tt = vi.type.tensor_type
         shape = []
         for d in tt.shape.dim:
-            if d.HasField("dim_value"):
+            if d.HasField("dim_value") and d.dim_value >= 0:  # Paddle writes unknown dims as -1
                 shape.append(d.dim_value)
             elif d.HasField("dim_param") and d.dim_param in bindings:
                 shape.append(bindings[d.dim_param])
@@ -303,6 +303,8 @@ def check_one(path: str, a, manifest_entry: dict) -> Result:
             cmd += ["--dim", f"{k}={v}"]
         for name in anonymous + list(manifest_entry.get("input_shapes", {})):
             cmd += ["--input-shape", f"{name}=" + "x".join(str(d) for d in shapes[name])]
+        for name, value in manifest_entry.get("input_values", {}).items():
+            cmd += ["--input-value", f"{name}=" + ",".join(str(v) for v in np.ravel(value))]
         cmd += a.tool_arg
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
@@ -359,6 +361,8 @@ def check_one(path: str, a, manifest_entry: dict) -> Result:
 
     # ---- (c) same outputs -------------------------------------------------------------------
     feeds = make_feeds(model, shapes, a.seed, manifest_entry.get("int_high"))
+    for name, value in manifest_entry.get("input_values", {}).items():
+        feeds[name] = np.asarray(value, dtype=feeds[name].dtype).reshape(feeds[name].shape)
     try:
         ref = run(path, feeds, a.threads)
     except Exception as e:
@@ -409,6 +413,7 @@ def check_one(path: str, a, manifest_entry: dict) -> Result:
             if os.path.exists(f):
                 os.remove(f)
     check_table_types(table, produced, res, model)
+    check_branches(model, table, produced, res)
     if annotated is not None:
         check_value_info(annotated, produced, res)
 
@@ -425,6 +430,40 @@ def check_one(path: str, a, manifest_entry: dict) -> Result:
     res.info["naive"] = st.get("naive_bytes")
     res.info["planner"] = st.get("planner")
     return res
+
+
+def check_branches(model, table, produced, res):
+    """Each If the table lists with a taken branch: when its condition is a top-level tensor (an
+    If of the main graph, or a nested one whose condition comes from the main graph), the branch
+    onnxruntime takes (condition true -> then_branch) must be the table's."""
+    for choice in table.get("branches", []):
+        graph, node = model.graph, None
+        parts = choice["node"].split("/")
+        for i, part in enumerate(parts):
+            if i % 2 == 1:  # an attribute name between node names
+                graph = next((helper.get_attribute_value(at) for at in node.attribute
+                              if at.name == part), None)
+                if graph is None:
+                    break
+                continue
+            node = next((n for k, n in enumerate(graph.node)
+                         if n.name == part or (not n.name and part == f"#{k}")), None)
+            if node is None:
+                break
+        if node is None or node.op_type != "If":
+            res.bad("branches", f"{choice['node']}: no such If node")
+            continue
+        cond = produced.get(node.input[0])
+        if cond is None:
+            res.notes.append(f"branch of {choice['node']} not checked: condition "
+                             f"'{node.input[0]}' is not a top-level tensor")
+            continue
+        taken = "then_branch" if bool(np.ravel(cond)[0]) else "else_branch"
+        if taken != choice["taken"]:
+            res.bad("branches", f"{choice['node']}: table takes {choice['taken']}, "
+                                f"onnxruntime takes {taken}")
+        else:
+            res.info["branches_checked"] = res.info.get("branches_checked", 0) + 1
 
 
 def check_annotated_structure(model, annotated, table, res, split=False):
@@ -801,7 +840,10 @@ def main() -> int:
             print(f"PASS {r.name}: [{i.get('bind')}] {i.get('nodes')} nodes, {i.get('tensors')} "
                   f"tensors ({i.get('checked')} checked vs ORT), arena {human(ar)} / lower bound "
                   f"{human(lb)} = {ratio}, naive {human(i.get('naive'))}, planner {i.get('planner')}, "
-                  f"{outputs_note(i)} ({i.get('total_s', 0):.1f}s)", flush=True)
+                  f"{outputs_note(i)}"
+                  + (f", {i['branches_checked']} If branches as in onnxruntime"
+                     if "branches_checked" in i else "")
+                  + f" ({i.get('total_s', 0):.1f}s)", flush=True)
         elif a.allow_unsupported and set(r.problems) == {"unsupported"}:
             skipped += 1
             print(f"SKIP {r.name}: unsupported: {r.problems['unsupported'][0]}", flush=True)

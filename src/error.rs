@@ -21,7 +21,19 @@ macro_rules! bail_input {
     };
 }
 
-/// True when the error (or anything it wraps) is an [`InputError`].
+/// An input the pass cannot handle (an operator without a shape rule), as opposed to one it
+/// finds invalid: also exit code 2, but no proof that the model would fail at run time.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UnsupportedError(pub String);
+
+/// True when the error (or anything it wraps) is an [`InputError`] or an [`UnsupportedError`].
 pub fn is_input_error(err: &anyhow::Error) -> bool {
-    err.chain().any(|e| e.is::<InputError>())
+    err.chain()
+        .any(|e| e.is::<InputError>() || e.is::<UnsupportedError>())
+}
+
+/// True when the error (or anything it wraps) is an [`UnsupportedError`].
+pub fn is_unsupported(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.is::<UnsupportedError>())
 }

@@ -325,6 +325,8 @@ fn plan_proto(
         include_io: options.liveness.include_io,
         dims: options.infer.dims.clone(),
         input_shapes: options.infer.input_shapes.clone(),
+        input_values: options.infer.input_values.clone(),
+        specialised_io: options.infer.binds_shapes(),
     };
     let mut table = Table {
         format: emit::FORMAT.to_string(),
@@ -358,6 +360,7 @@ fn plan_proto(
             &emit::member_offsets(&liveness, &solution.offsets),
         ),
         options: table_options,
+        branches: emit::branch_choices(graph),
         hierarchy: None,
         offload: None,
         partition: None,
@@ -425,6 +428,7 @@ pub fn verify_table(path: &Path, table: &Table) -> Result<Vec<String>> {
     let infer = InferOptions {
         dims: table.options.dims.clone(),
         input_shapes: table.options.input_shapes.clone(),
+        input_values: table.options.input_values.clone(),
         ..InferOptions::default()
     };
     let (_, model, _) = load_typed(path, &infer)?;

@@ -14,6 +14,11 @@ pub struct ShapeArgs {
     /// Give an input's whole shape, e.g. `--input-shape images=1x3x224x224` (repeatable).
     #[arg(long = "input-shape", value_name = "NAME=AxBxC", value_parser = parse_input_shape)]
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// Bind an input's value (a scalar or small 1-D tensor), e.g. `--input-value sr=16000` or
+    /// `--input-value ids=1,2,3`, so conditions, trip counts and shape computations fold; the
+    /// plan then holds only for runs fed that value (repeatable).
+    #[arg(long = "input-value", value_name = "NAME=V", value_parser = parse_input_value)]
+    pub input_values: Vec<(String, String)>,
     /// For operators without a shape rule, use the output types the model declares.
     #[arg(long)]
     pub trust_value_info: bool,
@@ -36,6 +41,7 @@ impl ShapeArgs {
                 .cloned()
                 .collect(),
             input_shapes: self.input_shapes.iter().cloned().collect(),
+            input_values: self.input_values.iter().cloned().collect(),
             trust_value_info: self.trust_value_info,
         }
     }
@@ -62,6 +68,16 @@ fn parse_dim(s: &str) -> Result<(String, (i64, i64)), String> {
         return Err(format!("'{s}': the range is empty ({hi} < {lo})"));
     }
     Ok((name.to_string(), (lo, hi)))
+}
+
+fn parse_input_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.is_empty() && !value.trim().is_empty() => {
+            let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+            Ok((name.to_string(), parts.join(",")))
+        }
+        _ => Err(format!("'{s}' is not NAME=V or NAME=V1,V2,...")),
+    }
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Vec<i64>), String> {
@@ -104,5 +120,10 @@ mod tests {
             Ok(("x".into(), vec![1, 3, 224, 224]))
         );
         assert!(parse_input_shape("x=1xqx3").is_err());
+        assert_eq!(
+            parse_input_value("ids=1, 2,3"),
+            Ok(("ids".into(), "1,2,3".into()))
+        );
+        assert!(parse_input_value("sr=").is_err());
     }
 }

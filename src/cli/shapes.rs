@@ -30,7 +30,8 @@ pub struct ShapesArgs {
 
 /// Runs `shapes`.
 pub fn run(args: &ShapesArgs) -> Result<i32> {
-    let (proto, model, report) = load_typed(&args.model, &args.shapes.infer_options())?;
+    let options = args.shapes.infer_options();
+    let (proto, model, report) = load_typed(&args.model, &options)?;
     for line in &report.disagreements {
         eprintln!("warning: {line}");
     }
@@ -47,7 +48,10 @@ pub fn run(args: &ShapesArgs) -> Result<i32> {
         }
         let mut outputs = onnx::Outputs::new();
         outputs.external_data(&proto, &args.model, out)?;
-        outputs.model(out, &emit::with_inferred_types(&proto, graph))?;
+        outputs.model(
+            out,
+            &emit::with_inferred_types(&proto, graph, options.binds_shapes()),
+        )?;
         outputs.commit()?;
     }
     let mut text = String::new();

@@ -12,7 +12,7 @@ use crate::onnx::proto::{ModelProto, StringStringEntryProto, ValueInfoProto};
 pub fn annotate(model: &ModelProto, graph: &Graph, table: &Table, table_file: &str) -> ModelProto {
     let entries: HashMap<&str, &TensorEntry> =
         table.tensors.iter().map(|t| (t.name.as_str(), t)).collect();
-    let mut out = typed_copy(model, graph, &|vi| {
+    let mut out = typed_copy(model, graph, table.options.specialised_io, &|vi| {
         if let Some(entry) = entries.get(vi.name()) {
             set_plan_metadata(vi, entry);
         }
@@ -82,18 +82,26 @@ fn set_entries(props: &mut Vec<StringStringEntryProto>, entries: Vec<(String, St
 }
 
 /// The model with every inferred type written in, as onnx's shape inference does: graph
-/// inputs/outputs without a type get one, and each node output gets a value_info entry.
-pub fn with_inferred_types(model: &ModelProto, graph: &Graph) -> ModelProto {
-    typed_copy(model, graph, &|_| {})
+/// inputs/outputs without a type get one (all of them get their inferred type when
+/// `specialise`), and each node output gets a value_info entry.
+pub fn with_inferred_types(model: &ModelProto, graph: &Graph, specialise: bool) -> ModelProto {
+    typed_copy(model, graph, specialise, &|_| {})
 }
 
 /// Copies the model, writes inferred types and lets `mark` annotate each top-level
-/// ValueInfoProto it touches.
-fn typed_copy(model: &ModelProto, graph: &Graph, mark: &dyn Fn(&mut ValueInfoProto)) -> ModelProto {
+/// ValueInfoProto it touches. With `specialise`, the graph's inputs and outputs take their
+/// inferred types (the shapes the inputs were bound to), as onnxsim's
+/// `--overwrite-input-shape` does, so the model stays valid for exactly those shapes.
+fn typed_copy(
+    model: &ModelProto,
+    graph: &Graph,
+    specialise: bool,
+    mark: &dyn Fn(&mut ValueInfoProto),
+) -> ModelProto {
     let mut out = model.clone();
     let g = out.graph.as_mut().expect("a loaded model has a graph");
     for vi in g.input.iter_mut().chain(g.output.iter_mut()) {
-        if vi.r#type.is_none()
+        if (specialise || vi.r#type.is_none())
             && let Some(ty) = graph.value(vi.name()).and_then(|v| v.ty.as_ref())
         {
             vi.r#type = Some(ty.to_proto());

@@ -1,6 +1,6 @@
 //! Assembling the allocation table from the analysis and the solved offsets.
 
-use super::table::{Arena, TableOptions, TensorEntry};
+use super::table::{Arena, BranchChoice, TableOptions, TensorEntry};
 use crate::ir::{Graph, concrete};
 use crate::liveness::{Liveness, Sharing};
 
@@ -79,4 +79,35 @@ pub fn naive_bytes(liveness: &Liveness, options: &TableOptions) -> u64 {
                 .next_multiple_of(options.alignment.max(1))
         })
         .sum()
+}
+
+/// The `If` branches of `graph` (and of every subgraph) that inference ruled out, in node order.
+pub fn branch_choices(graph: &Graph) -> Vec<BranchChoice> {
+    let mut out = Vec::new();
+    collect_choices(graph, "", &mut out);
+    out
+}
+
+fn collect_choices(graph: &Graph, prefix: &str, out: &mut Vec<BranchChoice>) {
+    for (id, node) in graph.nodes.iter().enumerate() {
+        let name = if node.name.is_empty() {
+            format!("{prefix}#{id}")
+        } else {
+            format!("{prefix}{}", node.name)
+        };
+        for sub in &node.subgraphs {
+            if let Some(reason) = &sub.ruled_out
+                && let Some(taken) = node.subgraphs.iter().find(|s| s.ruled_out.is_none())
+            {
+                out.push(BranchChoice {
+                    node: name.clone(),
+                    taken: taken.attribute.clone(),
+                    reason: reason.clone(),
+                });
+            }
+        }
+        for sub in node.subgraphs.iter().filter(|s| s.ruled_out.is_none()) {
+            collect_choices(&sub.graph, &format!("{name}/{}/", sub.attribute), out);
+        }
+    }
 }

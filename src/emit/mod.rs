@@ -7,11 +7,12 @@ pub mod svg;
 pub mod table;
 
 pub use annotate::{annotate, with_inferred_types};
-pub use build::{main_arena, member_offsets, naive_bytes, tensor_entries};
+pub use build::{branch_choices, main_arena, member_offsets, naive_bytes, tensor_entries};
 pub use html::render_html;
 pub use svg::{ColourBy, render_svg};
 pub use table::{
-    Arena, BodyEntry, BodyTensor, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo, PartitionInfo,
-    Run, SearchEnd, SourceInfo, SplitChain, SplitNode, SplitsInfo, Stats, Table, TableOptions,
+    Arena, BodyEntry, BodyTensor, BranchChoice, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo,
+    PartitionInfo, Run, SearchEnd, SourceInfo, SplitChain, SplitNode, SplitsInfo, Stats, Table,
+    TableOptions,
     TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement, WorkspaceEntry, offset_at,
 };

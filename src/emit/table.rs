@@ -24,6 +24,10 @@ pub struct Table {
     pub stats: Stats,
     /// Every tensor of the top-level graph the runtime holds, once each.
     pub tensors: Vec<TensorEntry>,
+    /// Each `If` (at any depth) of which only one branch can run for the planned inputs: the
+    /// taken branch is the one planned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<BranchChoice>,
     /// Memory-hierarchy mode (`--tier`): the estimated cost before and after the search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hierarchy: Option<HierarchyInfo>,
@@ -36,6 +40,18 @@ pub struct Table {
     /// Split mode (`--split auto`): the chains of operators cut into tiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub splits: Option<SplitsInfo>,
+}
+
+/// An `If` of which one branch is ruled out for the planned inputs.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BranchChoice {
+    /// The node, as a path from the top-level graph: the names (or `#index`) of the enclosing
+    /// nodes and branch attributes, e.g. `If_0/else_branch/If_3`.
+    pub node: String,
+    /// The branch that runs (`then_branch` or `else_branch`).
+    pub taken: String,
+    /// Why the other cannot: its condition folded, or it fails for these inputs.
+    pub reason: String,
 }
 
 /// Identity of the planned model file.
@@ -67,6 +83,13 @@ pub struct TableOptions {
     /// Input shape overrides.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub input_shapes: BTreeMap<String, Vec<i64>>,
+    /// Input values bound with `--input-value` (as written, e.g. `"16000"` or `"1,2,3"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_values: BTreeMap<String, String>,
+    /// The annotated model's graph inputs and outputs carry the bound (inferred) shapes instead
+    /// of the declared ones: set whenever `dims`, `input_shapes` or `input_values` bind something.
+    #[serde(default)]
+    pub specialised_io: bool,
 }
 
 /// One arena.

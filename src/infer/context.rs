@@ -348,6 +348,13 @@ impl<'a> NodeCtx<'a> {
         Ok(outputs.into_iter().map(|o| o.ty).collect())
     }
 
+    /// Records why the subgraph in `attribute` cannot run (`None`: it may run).
+    pub(crate) fn rule_out(&mut self, attribute: &str, reason: Option<String>) {
+        if let Some(sub) = self.subgraphs.iter_mut().find(|s| s.attribute == attribute) {
+            sub.ruled_out = reason;
+        }
+    }
+
     /// Like [`NodeCtx::infer_subgraph`] with shape values for the inputs (e.g. a sequence's
     /// length), returning the outputs' known values too.
     pub(crate) fn infer_subgraph_outputs(

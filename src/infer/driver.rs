@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use anyhow::{Result, anyhow};
 
 use super::context::{DimsValues, NodeCtx, Output};
-use super::{InferOptions, InferReport, constant_nodes, function, ops};
+use super::{InferOptions, InferReport, constant_nodes, function, input_values, ops};
 use crate::bail_input;
 use crate::ir::{ConstData, Constant, Dim, Graph, Model, NodeId, Opsets, TensorType, ValueType};
 use crate::onnx::proto::FunctionProto;
@@ -31,6 +31,7 @@ pub(crate) struct Env<'a> {
 pub(super) fn infer_model(model: &mut Model, options: &InferOptions) -> Result<InferReport> {
     let mut report = InferReport::default();
     bind_inputs(&mut model.graph, options)?;
+    input_values::bind_values(&mut model.graph, &options.input_values)?;
     let env = Env {
         opsets: &model.opsets,
         functions: &model.functions,
@@ -251,10 +252,10 @@ fn run_rule(ctx: &mut NodeCtx) -> Result<()> {
     if ctx.env.options.trust_value_info {
         return trust_declared(ctx);
     }
-    Err(crate::input_error!(
+    Err(anyhow::Error::new(crate::error::UnsupportedError(format!(
         "{}: no shape rule for this operator",
         ctx.label_with_domain()
-    ))
+    ))))
 }
 
 /// Takes the declared types of the node's outputs (the `trust_value_info` fallback).
@@ -264,11 +265,11 @@ fn trust_declared(ctx: &mut NodeCtx) -> Result<()> {
         let Some(vid) = *out else { continue };
         let value = &ctx.graph.values[vid];
         let Some(declared) = value.declared.clone() else {
-            return Err(crate::input_error!(
+            return Err(anyhow::Error::new(crate::error::UnsupportedError(format!(
                 "{}: no shape rule for this operator and no declared type for output '{}'",
                 ctx.label_with_domain(),
                 value.name
-            ));
+            ))));
         };
         ctx.set(slot, declared);
     }

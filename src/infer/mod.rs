@@ -10,6 +10,7 @@ mod dims;
 mod driver;
 mod fold;
 mod function;
+mod input_values;
 mod ops;
 
 use std::collections::BTreeMap;
@@ -30,8 +31,18 @@ pub struct InferOptions {
     pub ranges: crate::symbolic::Ranges,
     /// Full input shapes by input name (`--input-shape x=1x3x224x224`).
     pub input_shapes: BTreeMap<String, Vec<i64>>,
+    /// Input values by input name, as written (`--input-value sr=16000`, `ids=1,2,3`).
+    pub input_values: BTreeMap<String, String>,
     /// Use the model's declared output types for operators without a rule.
     pub trust_value_info: bool,
+}
+
+impl InferOptions {
+    /// True when the options bind inputs (`--dim`, `--input-shape`, `--input-value`), so that
+    /// a model written with the inferred input and output types is specialised to them.
+    pub fn binds_shapes(&self) -> bool {
+        !self.dims.is_empty() || !self.input_shapes.is_empty() || !self.input_values.is_empty()
+    }
 }
 
 /// What inference noticed besides the types it set.

@@ -81,6 +81,9 @@ pub struct Subgraph {
     pub attribute: String,
     /// The lowered subgraph.
     pub graph: Graph,
+    /// Why this `If` branch cannot run for the planned inputs (set by inference): it is then
+    /// neither checked further nor planned.
+    pub ruled_out: Option<String>,
 }
 
 /// One operator invocation.
@@ -334,6 +337,7 @@ impl Graph {
                     lowered.subgraphs.push(Subgraph {
                         attribute: attr.name().to_string(),
                         graph: body,
+                        ruled_out: None,
                     });
                 }
             }

@@ -255,7 +255,8 @@ fn shape_from_proto(shape: &TensorShapeProto) -> Shape {
         .dim
         .iter()
         .map(|d| match &d.value {
-            Some(dimension::Value::DimValue(v)) => Dim::Known(*v),
+            // Some exporters (Paddle's) write an unknown dim as -1.
+            Some(dimension::Value::DimValue(v)) if *v >= 0 => Dim::Known(*v),
             Some(dimension::Value::DimParam(p)) if !p.is_empty() => Dim::Symbol(p.clone()),
             _ => Dim::Unknown,
         })

@@ -3,6 +3,7 @@
 //! the liveness analysis beyond the operator rule table (a fact about kernels).
 
 mod alias;
+mod branches;
 mod lifetimes;
 mod modes;
 mod overlap;
@@ -36,6 +37,7 @@ pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
         };
         lifetimes::check_entry(graph, value, entry, &steps, table, &mut problems);
     }
+    branches::check_branches(graph, table, &mut problems);
     let runs = table.runs();
     modes::check_modes(graph, table, &index, &steps, &runs, &mut problems);
     if !problems.is_empty() {

@@ -1,10 +1,12 @@
-//! Control flow: `If` (both branches inferred, merged unless the condition is known), `Loop`
+//! Control flow: `If` (both branches inferred, merged unless the condition is known or one
+//! branch cannot run), `Loop`
 //! (loop-carried types generalised to a fixed point, scan outputs stacked) and `Scan`.
 
 use anyhow::Result;
 
 use super::Entry;
 use super::util::merge_types;
+use crate::error::{is_input_error, is_unsupported};
 use crate::infer::NodeCtx;
 use crate::ir::{DType, Dim, TensorType, ValueType};
 
@@ -24,17 +26,32 @@ fn required(ctx: &NodeCtx, attribute: &str, types: Vec<Option<ValueType>>) -> Re
         .collect()
 }
 
-/// `If`: each output merges the two branches' types, or, when the condition is known, is
-/// the taken branch's output (value included); the other branch may then even fail.
+/// `If`. When the condition is known, the node's outputs are the taken branch's (values
+/// included) and the other branch is ruled out: it cannot run. Otherwise both branches are
+/// inferred and each output merges their types; but a branch whose inference finds the model
+/// invalid for the planned inputs (a contradiction such as a rank or broadcast mismatch, not an
+/// operator without a rule) would fail wherever it ran with them, so every run that succeeds
+/// takes the other branch. That branch is ruled out and the node's outputs are the other's,
+/// which is what onnxruntime (it checks only what it runs) computes. Both failing is an error.
 fn if_(ctx: &mut NodeCtx) -> Result<()> {
     let chosen = ctx.ints(0).and_then(|v| v.first().copied()).map(|c| c != 0);
+    let condition = ctx.input_value(0).map(|v| v.name.clone()).unwrap_or_default();
     let then_out = ctx.infer_subgraph_outputs("then_branch", &[], &[]);
     let else_out = ctx.infer_subgraph_outputs("else_branch", &[], &[]);
-    let (taken, other) = match chosen {
-        Some(true) => (then_out?, None),
-        Some(false) => (else_out?, None),
-        None => (then_out?, Some(else_out?)),
+    let fails = |e: &anyhow::Error| is_input_error(e) && !is_unsupported(e);
+    let (taken, other, ruled_out) = match (chosen, then_out, else_out) {
+        (Some(true), t, _) => (t?, None, Some(("else_branch", format!("condition '{condition}' is true")))),
+        (Some(false), _, e) => (e?, None, Some(("then_branch", format!("condition '{condition}' is false")))),
+        (None, Ok(t), Ok(e)) => (t, Some(e), None),
+        (None, Ok(t), Err(err)) if fails(&err) => (t, None, Some(("else_branch", format!("it fails for these inputs: {err:#}")))),
+        (None, Err(err), Ok(e)) if fails(&err) => (e, None, Some(("then_branch", format!("it fails for these inputs: {err:#}")))),
+        (None, Err(err), _) | (None, _, Err(err)) => return Err(err),
     };
+    ctx.rule_out("then_branch", None);
+    ctx.rule_out("else_branch", None);
+    if let Some((branch, reason)) = ruled_out {
+        ctx.rule_out(branch, Some(reason));
+    }
     if taken.len() != ctx.output_count() {
         return Err(ctx.error(format!(
             "a branch has {} outputs for {} node outputs",

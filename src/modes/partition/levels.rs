@@ -70,6 +70,7 @@ pub fn plan_levels(
             None => node
                 .subgraphs
                 .iter()
+                .filter(|s| s.ruled_out.is_none())
                 .map(|s| plan_body(model, &s.graph, &s.attribute, options))
                 .collect(),
         };
