@@ -2,7 +2,7 @@
 """Writes the edge-case models that scripts/ort_check.py checks besides models/, with a manifest
 giving each one's bindings:
 
-    python scripts/make_edge_models.py OUT_DIR
+    python scripts/make_edge_models.py OUT_DIR [--models models]
     scripts/ort_check.sh --bin BIN --models OUT_DIR --manifest OUT_DIR/manifest.json --out CHECK_DIR
 
 - paddle_style.onnx: unknown dims declared as `dim_value: -1` (as Paddle's exporter writes them),
@@ -15,10 +15,14 @@ giving each one's bindings:
   while `samples` is symbolic; the other rates give zeros. Bound with `--dim samples=512`. Planned without a value (the broken branch is ruled
   out: it fails for these shapes), with `--input-value sr=16000` and with `sr=4000`; ort_check
   compares each If's taken branch in the table with the one onnxruntime takes.
+- <model>.ort_all.onnx for each model in --models: saved by onnxruntime at ORT_ENABLE_ALL, with
+  its `com.microsoft.nchwc` blocked-layout operators (the block size is this machine's, so these
+  are made where they are checked); ort_check compares every inferred shape with onnxruntime's.
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -120,9 +124,20 @@ def vad_like() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+def ort_all(src: str, dst: str) -> None:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.optimized_model_filepath = dst
+    so.log_severity_level = 3
+    ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
+    ap.add_argument("--models", help="also save each model of this folder at ORT_ENABLE_ALL")
     a = ap.parse_args()
     out = a.out
     os.makedirs(out, exist_ok=True)
@@ -138,6 +153,11 @@ def main() -> int:
         onnx.save(model, os.path.join(out, stem + ".onnx"))
         manifest.append({"file": stem + ".onnx", "bindings": {"samples": 512},
                          "input_values": values})
+    for src in sorted(glob.glob(os.path.join(a.models, "*.onnx")) if a.models else []):
+        if src.endswith(".memplan.onnx"):
+            continue
+        stem = os.path.basename(src)[: -len(".onnx")]
+        ort_all(src, os.path.join(out, stem + ".ort_all.onnx"))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"models": manifest}, f, indent=1)
     print(f"make_edge_models: {len(os.listdir(out)) - 1} models in {out}")

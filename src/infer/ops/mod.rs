@@ -44,6 +44,7 @@ families!(
     matmul,
     microsoft,
     ms_attention,
+    ms_nchwc,
     ms_nhwc,
     ms_norm,
     ms_quant,
