@@ -13,6 +13,6 @@ pub use svg::{ColourBy, render_svg};
 pub use table::{
     Arena, BodyEntry, BodyTensor, BranchChoice, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo,
     PartitionInfo, Run, SearchEnd, SourceInfo, SplitChain, SplitNode, SplitsInfo, Stats, Table,
-    TableOptions,
-    TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement, WorkspaceEntry, offset_at,
+    TableOptions, TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement, WorkspaceEntry,
+    offset_at,
 };
