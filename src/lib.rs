@@ -1,7 +1,24 @@
 //! onnx-memplan: static memory planning for ONNX models.
 //!
-//! The pipeline (see DESIGN.md): load → lower to [`ir`] → infer types → schedule → liveness →
-//! [`plan::Problem`] → solve → verify → emit.
+//! The pipeline (see ARCHITECTURE.md): load → lower to [`ir`] → infer types → schedule →
+//! liveness → [`plan::Problem`] → solve → verify → emit. What it writes is specified in
+//! docs/format.md.
+//!
+//! The main entry points are in [`pipeline`]: [`pipeline::plan_model`] runs the whole pass and
+//! returns a verified [`pipeline::Planned`]; [`pipeline::verify_table`] checks a table against a
+//! model; [`pipeline::load_typed`] gives the typed model.
+//!
+//! ```
+//! use onnx_memplan::pipeline::{Options, plan_model, write_table};
+//!
+//! let model = std::path::Path::new("models/resnet_small.onnx");
+//! let planned = plan_model(model, &Options::default())?;
+//! let dir = tempfile::tempdir()?;
+//! write_table(&planned.table, &dir.path().join("resnet_small.memplan.json"))?;
+//! let annotated = planned.annotated("resnet_small.memplan.json");
+//! assert_eq!(annotated.graph.unwrap().node.len(), planned.table.schedule.len());
+//! # Ok::<(), anyhow::Error>(())
+//! ```
 
 pub mod cli;
 pub mod emit;

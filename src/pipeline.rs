@@ -125,6 +125,55 @@ impl Planned {
             + &crate::split::summary(&self.table)
     }
 
+    /// The summary as one JSON object (`plan --json`, the Python API's `Plan.summary_dict`):
+    /// the numbers of [`Planned::summary`] under the table's field names, plus the outcome of
+    /// an advanced mode (`hierarchy`, `offload` without its transfer list, `partition`).
+    pub fn summary_json(&self) -> serde_json::Value {
+        let t = &self.table;
+        let s = &t.stats;
+        let arena: u64 = t.arenas.iter().map(|a| a.bytes).sum();
+        let mut out = serde_json::json!({
+            "model": t.model.file,
+            "arena_bytes": arena,
+            "arenas": t.arenas.iter().map(|a| serde_json::json!({"id": a.id, "name": a.name, "bytes": a.bytes})).collect::<Vec<_>>(),
+            "lower_bound_bytes": s.lower_bound_bytes,
+            "naive_bytes": s.naive_bytes,
+            "tensors": t.tensors.len(),
+            "planner": s.planner,
+            "proven_optimal": s.proven_optimal,
+            "schedule": s.schedule,
+            "stored_lower_bound_bytes": s.stored_lower_bound_bytes,
+            "plan_ms": self.timings.plan_ms,
+            "total_ms": self.timings.total_ms,
+            "warnings": self.report.disagreements,
+        });
+        if let Some(h) = &t.hierarchy {
+            out["hierarchy"] = serde_json::json!(h);
+        }
+        if let Some(o) = &t.offload {
+            let mut o = serde_json::json!(o);
+            o["transfers"] = serde_json::json!(t.offload.as_ref().map_or(0, |o| o.transfers.len()));
+            out["offload"] = o;
+        }
+        if let Some(sp) = &t.splits {
+            out["splits"] = serde_json::json!({
+                "chains": sp.chains.len(),
+                "arena_before": sp.arena_before,
+                "arena_after": sp.arena_after,
+                "total_macs": sp.total_macs,
+                "extra_macs": sp.extra_macs,
+            });
+        }
+        if let Some(p) = &t.partition {
+            out["partition"] = serde_json::json!({
+                "units": p.units.iter().map(|u| &u.name).collect::<Vec<_>>(),
+                "shared_buffers": t.tensors.iter().filter(|e| !e.placement.shared_with.is_empty()).count(),
+                "stored_quantised": t.tensors.iter().filter(|e| e.placement.stored_dtype.is_some()).count(),
+            });
+        }
+        out
+    }
+
     /// The annotated model recording the plan; `table_file` is the sidecar's name.
     pub fn annotated(&self, table_file: &str) -> ModelProto {
         emit::annotate(&self.original, &self.model.graph, &self.table, table_file)
@@ -157,6 +206,15 @@ pub fn load_typed(path: &Path, infer: &InferOptions) -> Result<(ModelProto, Mode
     type_model(path, load_model(path)?, infer)
 }
 
+/// Decodes, lowers and infers the bytes of the model at `path` (see [`plan_model_bytes`]).
+pub fn load_typed_bytes(
+    path: &Path,
+    bytes: Bytes,
+    infer: &InferOptions,
+) -> Result<(ModelProto, Model, InferReport)> {
+    type_model(path, decode_model(path, bytes)?, infer)
+}
+
 /// Lowers and infers a decoded model (`path` names it in messages).
 fn type_model(
     path: &Path,
@@ -169,12 +227,25 @@ fn type_model(
 }
 
 /// Runs the whole pass on a model file and verifies the plan independently.
+///
+/// ```
+/// use onnx_memplan::pipeline::{Options, plan_model};
+///
+/// let planned = plan_model("models/mobilenet_v2.onnx".as_ref(), &Options::default())?;
+/// let arena: u64 = planned.table.arenas.iter().map(|a| a.bytes).sum();
+/// assert!(arena >= planned.table.stats.lower_bound_bytes);
+/// assert!(arena <= planned.table.stats.naive_bytes);
+/// println!("{}", planned.summary());
+/// # Ok::<(), anyhow::Error>(())
+/// ```
 pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
+    plan_model_bytes(path, read_file(path)?, options)
+}
+
+/// Runs the whole pass on the bytes of the model file at `path` (which names the model in
+/// messages and in the table, and whose folder holds its external data).
+pub fn plan_model_bytes(path: &Path, bytes: Bytes, options: &Options) -> Result<Planned> {
     let started = Instant::now();
-    let bytes = Bytes::from(
-        std::fs::read(path)
-            .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?,
-    );
     // Hash the file on another core while the rest of the pass runs; the table needs the
     // digest only at the end.
     std::thread::scope(|scope| {
@@ -184,11 +255,26 @@ pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
     })
 }
 
-/// Runs the whole pass on a model file's bytes already in memory (`path` names it in messages
-/// and the table, and locates external data), hashing them on this thread.
-pub fn plan_model_bytes(path: &Path, bytes: Bytes, options: &Options) -> Result<Planned> {
-    let digest = hex(&Sha256::digest(&bytes));
-    plan_bytes(path, bytes, options, Instant::now(), || digest)
+/// The name messages give a model that has no file (the Python API's bytes or ModelProto).
+pub const IN_MEMORY: &str = "<in-memory model>";
+
+/// The path standing for a model held in memory whose external data lies in `base_dir`.
+pub fn in_memory_path(base_dir: &Path) -> std::path::PathBuf {
+    base_dir.join(IN_MEMORY)
+}
+
+/// Runs the whole pass on a serialized model that has no file; its external data, if any, is
+/// in `base_dir`. The table's `model.file` is empty.
+pub fn plan_in_memory(bytes: Bytes, base_dir: &Path, options: &Options) -> Result<Planned> {
+    let mut planned = plan_model_bytes(&in_memory_path(base_dir), bytes, options)?;
+    planned.table.model.file = String::new();
+    Ok(planned)
+}
+
+fn read_file(path: &Path) -> Result<Bytes> {
+    std::fs::read(path)
+        .map(Bytes::from)
+        .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))
 }
 
 /// The pass after reading: `sha256` yields the file's digest when the table is built.
@@ -414,9 +500,22 @@ pub fn problem_of(liveness: &Liveness, alignment: u64) -> Problem {
 }
 
 /// Checks a table against a model file: same file (SHA-256), then the independent verifier.
+/// Returns the problems found (empty when the plan is valid).
+///
+/// ```
+/// use onnx_memplan::pipeline::{Options, plan_model, verify_table};
+///
+/// let model = std::path::Path::new("models/mobilenet_v2.onnx");
+/// let planned = plan_model(model, &Options::default())?;
+/// assert!(verify_table(model, &planned.table)?.is_empty());
+/// # Ok::<(), anyhow::Error>(())
+/// ```
 pub fn verify_table(path: &Path, table: &Table) -> Result<Vec<String>> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?;
+    verify_table_bytes(path, read_file(path)?, table)
+}
+
+/// [`verify_table`] on the bytes of the model at `path`.
+pub fn verify_table_bytes(path: &Path, bytes: Bytes, table: &Table) -> Result<Vec<String>> {
     let sha = hex(&Sha256::digest(&bytes));
     if sha != table.model.sha256 {
         bail_input!(
@@ -431,7 +530,7 @@ pub fn verify_table(path: &Path, table: &Table) -> Result<Vec<String>> {
         input_values: table.options.input_values.clone(),
         ..InferOptions::default()
     };
-    let (_, model, _) = load_typed(path, &infer)?;
+    let (_, model, _) = load_typed_bytes(path, bytes, &infer)?;
     Ok(verify::check_table(&model.graph, table))
 }
 
@@ -439,14 +538,15 @@ pub fn verify_table(path: &Path, table: &Table) -> Result<Vec<String>> {
 pub fn read_table(path: &Path) -> Result<Table> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))?;
-    let table: Table = serde_json::from_str(&text)
-        .map_err(|e| crate::input_error!("{}: not an onnx-memplan table: {e}", path.display()))?;
+    parse_table(&text, &path.display().to_string())
+}
+
+/// Parses an allocation table's JSON text; `source` names it in messages.
+pub fn parse_table(text: &str, source: &str) -> Result<Table> {
+    let table: Table = serde_json::from_str(text)
+        .map_err(|e| crate::input_error!("{source}: not an onnx-memplan table: {e}"))?;
     if table.format != emit::FORMAT {
-        bail_input!(
-            "{}: unknown table format '{}'",
-            path.display(),
-            table.format
-        );
+        bail_input!("{source}: unknown table format '{}'", table.format);
     }
     Ok(table)
 }

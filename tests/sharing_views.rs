@@ -1,5 +1,5 @@
 //! Slice and Gather outputs that are one contiguous run of their input's bytes become slice
-//! aliases (DESIGN.md, "slice alias"), and the verifier checks the claimed byte offset.
+//! aliases (docs/format.md, "alias"), and the verifier checks the claimed byte offset.
 
 mod common;
 

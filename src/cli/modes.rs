@@ -16,7 +16,7 @@ use crate::{bail_input, input_error, onnx};
 /// Flags of the advanced modes and figures.
 #[derive(clap::Args, Debug, Default)]
 pub struct ModeArgs {
-    /// A memory tier NAME:CAPACITY[:LATENCY:BANDWIDTH], repeated, fastest first, e.g.
+    /// A memory tier `NAME:CAPACITY[:LATENCY:BANDWIDTH]`, repeated, fastest first, e.g.
     /// `--tier sram:2MiB:1:64 --tier dram:1GiB:200:8` (latency in cycles, bandwidth in bytes
     /// per cycle). Places every tensor in a tier by S1's rules and search.
     #[arg(long = "tier", value_name = "SPEC", conflicts_with_all = ["budget", "partition"])]

@@ -1,5 +1,6 @@
 //! `onnx-memplan plan`: plan a model and write the annotated model and the table.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use anyhow::Result;
 
 use super::args::ShapeArgs;
 use crate::liveness::LivenessOptions;
-use crate::pipeline::{Options, ScheduleChoice, plan_model, write_table};
+use crate::pipeline::{Options, Planned, ScheduleChoice, plan_model, write_table};
 use crate::plan::PlannerChoice;
 use crate::split::{SplitChoice, SplitOptions};
 use crate::{bail_input, onnx};
@@ -61,6 +62,51 @@ pub struct PlanArgs {
     pub split_overhead: f64,
     #[command(flatten)]
     pub modes: super::modes::ModeArgs,
+    /// Print the summary as one JSON object on stdout (instead of the line on stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Print no summary line and no progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+impl PlanArgs {
+    /// The pass options these flags describe; bad values are input errors.
+    pub fn options(&self) -> Result<Options> {
+        if !self.time_limit.is_finite() || self.time_limit < 0.0 {
+            bail_input!("--time-limit must be a number of seconds ≥ 0");
+        }
+        if !self.split_overhead.is_finite() || self.split_overhead < 0.0 {
+            bail_input!("--split-overhead must be a percentage ≥ 0");
+        }
+        let modes = self.modes.options()?;
+        // A budget the plan cannot meet is helped by splitting, so `--budget` splits unless
+        // told otherwise.
+        let split = self.split.unwrap_or(if modes.budget.is_some() {
+            SplitChoice::Auto
+        } else {
+            SplitChoice::Off
+        });
+        Ok(Options {
+            infer: self.shapes.infer_options(),
+            liveness: LivenessOptions {
+                inplace: !self.no_inplace,
+                alias: !self.no_alias,
+                include_io: !self.exclude_io,
+                alignment: self.alignment,
+            },
+            planner: self.planner,
+            time_limit: Duration::from_secs_f64(self.time_limit),
+            work: self.work,
+            schedule: self.schedule,
+            modes,
+            split: SplitOptions {
+                choice: split,
+                overhead_pct: self.split_overhead,
+                ..SplitOptions::default()
+            },
+        })
+    }
 }
 
 /// Runs `plan`; returns the exit code.
@@ -69,50 +115,67 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| sibling(&args.model, "memplan.onnx"));
-    let table_path = args.table.clone().unwrap_or_else(|| {
-        output.with_file_name(format!(
-            "{}.memplan.json",
-            stem(&output).trim_end_matches(".memplan")
-        ))
-    });
-    for out in [&output, &table_path] {
-        if same_file(out, &args.model) {
-            bail_input!("{}: refusing to overwrite the input model", out.display());
-        }
-    }
-    let modes = args.modes.options()?;
-    let split = args.split.unwrap_or(if modes.budget.is_some() {
-        SplitChoice::Auto
-    } else {
-        SplitChoice::Off
-    });
-    let options = Options {
-        infer: args.shapes.infer_options(),
-        liveness: LivenessOptions {
-            inplace: !args.no_inplace,
-            alias: !args.no_alias,
-            include_io: !args.exclude_io,
-            alignment: args.alignment,
-        },
-        planner: args.planner,
-        time_limit: Duration::from_secs_f64(args.time_limit.clamp(0.0, 1e9)),
-        work: args.work,
-        schedule: args.schedule,
-        modes,
-        split: SplitOptions {
-            choice: split,
-            overhead_pct: args.split_overhead,
-            ..SplitOptions::default()
-        },
-    };
-    if !args.split_overhead.is_finite() || args.split_overhead < 0.0 {
-        bail_input!("--split-overhead must be a percentage ≥ 0");
-    }
+    let table_path = args.table.clone().unwrap_or_else(|| table_beside(&output));
+    refuse_overwrite(&args.model, &[&output, &table_path])?;
+    let options = args.options()?;
     let mut planned = plan_model(&args.model, &options)?;
     for line in &planned.report.disagreements {
         eprintln!("warning: {line}");
     }
-    let table_name = table_path
+    let mut outputs = onnx::Outputs::new();
+    stage_outputs(
+        &mut planned,
+        &args.model,
+        &output,
+        &table_path,
+        &mut outputs,
+    )?;
+    args.modes.write_figures(&planned, &mut outputs)?;
+    outputs.commit()?;
+    if args.json {
+        let mut line = planned.summary_json().to_string();
+        line.push('\n');
+        // A reader that stops early (`| head`) is not an error.
+        match std::io::stdout().lock().write_all(line.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+            _ => {}
+        }
+    } else if !args.quiet {
+        eprintln!("{}", planned.summary());
+    }
+    Ok(0)
+}
+
+/// The table's default path: `<stem>.memplan.json` beside the annotated model `output`.
+pub fn table_beside(output: &Path) -> PathBuf {
+    output.with_file_name(format!(
+        "{}.memplan.json",
+        stem(output).trim_end_matches(".memplan")
+    ))
+}
+
+/// Refuses outputs that are the input model itself.
+pub fn refuse_overwrite(model: &Path, outputs: &[&Path]) -> Result<()> {
+    for out in outputs {
+        if same_file(out, model) {
+            bail_input!("{}: refusing to overwrite the input model", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// Stages the files `plan` writes for the model at `model` (whose folder holds its external
+/// data): the external-data files beside `output`, the table, and the annotated model naming
+/// the table; `outputs.commit()` then names them all. For a split plan the table's `model`
+/// becomes the written model.
+pub fn stage_outputs(
+    planned: &mut Planned,
+    model: &Path,
+    output: &Path,
+    table: &Path,
+    outputs: &mut onnx::Outputs,
+) -> Result<()> {
+    let table_name = table
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -121,14 +184,9 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let annotated = planned.annotated_bytes(&table_name, &model_name);
-    let mut outputs = onnx::Outputs::new();
-    outputs.external_data(&planned.original, &args.model, &output)?;
-    write_table(&planned.table, &table_path, &mut outputs)?;
-    outputs.bytes(&output, &annotated)?;
-    args.modes.write_figures(&planned, &mut outputs)?;
-    outputs.commit()?;
-    eprintln!("{}", planned.summary());
-    Ok(0)
+    outputs.external_data(&planned.original, model, output)?;
+    write_table(&planned.table, table, outputs)?;
+    outputs.bytes(output, &annotated)
 }
 
 fn stem(path: &Path) -> String {

@@ -1,7 +1,7 @@
 //! Shape and dtype inference with constant propagation.
 //!
-//! The [`driver`] visits nodes in topological order and applies one rule per operator, looked up
-//! in the table assembled by [`ops`] (one file per operator family). Rules see a [`NodeCtx`]:
+//! The driver (`driver.rs`) visits nodes in topological order and applies one rule per operator, looked up
+//! in the table assembled by `ops/` (one file per operator family). Rules see a [`NodeCtx`]:
 //! the node, its input types, input constants and known shape values, and set the output types.
 
 mod constant_nodes;

@@ -493,8 +493,8 @@ mod tests {
         }
     }
 
-    /// x → Relu a → Sigmoid b; x → Relu c; Add(b, c) → y. Worked by hand from DESIGN.md:
-    /// b overwrites a (a dies at step 1); c cannot overwrite x (a graph input); y overwrites b
+    /// x → Relu a → Sigmoid b; x → Relu c; Add(b, c) → y. Worked by hand (the worked example
+    /// of docs/format.md): b overwrites a (a dies at step 1); c cannot overwrite x (a graph input); y overwrites b
     /// (b's group dies at step 3). Buffers: {a, b, y}, {x}, {c}.
     #[test]
     fn chain_inplace_by_hand() {

@@ -1,5 +1,5 @@
 //! Lifetimes of the top-level graph's tensors and their grouping into shared buffers
-//! (in-place overwrite, alias, slice alias), following DESIGN.md's definitions.
+//! (in-place overwrite, alias, slice alias), following the definitions of docs/format.md.
 
 mod choose;
 mod groups;

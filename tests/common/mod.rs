@@ -16,12 +16,61 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs the CLI with arguments.
+/// Runs the CLI with arguments. After a successful `plan`, checks the table it wrote against
+/// the JSON Schema in `docs/` (so every table the tests write is checked).
 pub fn run_cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_onnx-memplan"))
+    let out = Command::new(env!("CARGO_BIN_EXE_onnx-memplan"))
         .args(args)
         .output()
-        .expect("the binary runs")
+        .expect("the binary runs");
+    if out.status.success()
+        && args.first() == Some(&"plan")
+        && let Some(table) = written_table(&args[1..])
+    {
+        let text = std::fs::read_to_string(&table)
+            .unwrap_or_else(|e| panic!("plan wrote no table at {}: {e}", table.display()));
+        let json = serde_json::from_str(&text).unwrap();
+        let errors = schema_errors(&json);
+        assert!(errors.is_empty(), "{}: {errors:?}", table.display());
+    }
+    out
+}
+
+/// The table a `plan` command line writes, by the CLI's rule: `--table`, else
+/// `<stem>.memplan.json` beside `-o`, else beside the model.
+fn written_table(args: &[&str]) -> Option<PathBuf> {
+    let value = |flags: &[&str]| {
+        args.windows(2)
+            .find(|w| flags.contains(&w[0]))
+            .map(|w| PathBuf::from(w[1]))
+    };
+    if let Some(table) = value(&["--table"]) {
+        return Some(table);
+    }
+    let annotated = value(&["-o", "--output"]).or_else(|| {
+        let model = args.iter().find(|a| a.ends_with(".onnx"))?;
+        let model = Path::new(model);
+        Some(model.with_file_name(format!("{}.memplan.onnx", model.file_stem()?.to_str()?)))
+    })?;
+    let stem = annotated
+        .file_stem()?
+        .to_str()?
+        .trim_end_matches(".memplan");
+    Some(annotated.with_file_name(format!("{stem}.memplan.json")))
+}
+
+/// Every way `table` breaks the JSON Schema `docs/memplan-table.schema.json`.
+pub fn schema_errors(table: &serde_json::Value) -> Vec<String> {
+    static SCHEMA: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| {
+        let text = std::fs::read_to_string(root().join("docs/memplan-table.schema.json"))
+            .expect("the schema is in docs/");
+        jsonschema::validator_for(&serde_json::from_str(&text).expect("the schema is JSON"))
+            .expect("the schema is valid")
+    });
+    SCHEMA
+        .iter_errors(table)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
 }
 
 /// A float tensor value info with a concrete shape.

@@ -36,7 +36,7 @@ pub struct Outcome {
 
 /// Runs the initial placement and the improvement search with `segment` steps per segment,
 /// from S1's initial placement and, when it is cheaper, from the density seed (see
-/// [`density_seed`]); keeps the better result. After `time_limit` (shared by the two runs)
+/// `density_seed`); keeps the better result. After `time_limit` (shared by the two runs)
 /// the search stops and keeps the best state so far.
 pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Outcome, Stuck> {
     let started = Instant::now();

@@ -6,7 +6,7 @@
 //! *segments* is S4 as written (the device cut into segments sized from the largest units,
 //! every unit assigned to a segment whose occupants take turns); *spill* keeps S4's static
 //! placement but lets each unit wait in host memory between any two accesses and packs the
-//! units freely (see [`spill`]). The better verified plan wins. A farthest-next-use eviction
+//! units freely (see `spill.rs`). The better verified plan wins. A farthest-next-use eviction
 //! baseline runs on the same input, and an independent checker validates all of them.
 
 mod baseline;
