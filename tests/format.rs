@@ -98,7 +98,8 @@ fn the_schema_refuses_broken_tables() {
     let (_, table_path) = plan_written(dir.path(), "chain", &chain_model(), &[]);
     let good: Value = serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
     assert_eq!(schema_errors(&good), Vec::<String>::new());
-    let breakages: [(&str, fn(&mut Value)); 6] = [
+    type Breakage = (&'static str, fn(&mut Value));
+    let breakages: [Breakage; 6] = [
         ("format", |t| t["format"] = json!("onnx-memplan/2")),
         ("missing tensors", |t| {
             t.as_object_mut().unwrap().remove("tensors");
