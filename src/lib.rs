@@ -12,7 +12,9 @@
 //! use onnx_memplan::pipeline::{Options, plan_model, write_table};
 //!
 //! let model = std::path::Path::new("models/resnet_small.onnx");
-//! let planned = plan_model(model, &Options::default())?;
+//! let mut options = Options::default();
+//! options.infer.dims.insert("batch".into(), 1); // the model's input is batch×3×160×160
+//! let planned = plan_model(model, &options)?;
 //! let dir = tempfile::tempdir()?;
 //! write_table(&planned.table, &dir.path().join("resnet_small.memplan.json"))?;
 //! let annotated = planned.annotated("resnet_small.memplan.json");
