@@ -5,7 +5,7 @@
 //!
 //! [`rules`] is the per-operator table (output region → input regions), [`chain`] finds the
 //! runs of splittable nodes, [`tiling`] derives each tile's regions and halo, [`rewrite`]
-//! builds the tiled graph and [`search`] chooses chains and grids from the plan. [`rows`]
+//! builds the tiled graph and [`search()`] chooses chains and grids from the plan. [`rows`]
 //! does the same for transformers along one axis (tokens, query rows): row blocking.
 
 pub mod chain;
