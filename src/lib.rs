@@ -9,14 +9,14 @@
 //! model; [`pipeline::load_typed`] gives the typed model.
 //!
 //! ```
-//! use onnx_memplan::pipeline::{Options, plan_model, write_table};
+//! use onnx_memplan::pipeline::{Options, plan_model};
 //!
 //! let model = std::path::Path::new("models/resnet_small.onnx");
 //! let mut options = Options::default();
 //! options.infer.dims.insert("batch".into(), 1); // the model's input is batch×3×160×160
 //! let planned = plan_model(model, &options)?;
-//! let dir = tempfile::tempdir()?;
-//! write_table(&planned.table, &dir.path().join("resnet_small.memplan.json"))?;
+//! let table_json = serde_json::to_string_pretty(&planned.table)?;
+//! assert!(table_json.contains("\"format\": \"onnx-memplan/1\""));
 //! let annotated = planned.annotated("resnet_small.memplan.json");
 //! assert_eq!(annotated.graph.unwrap().node.len(), planned.table.schedule.len());
 //! # Ok::<(), anyhow::Error>(())
