@@ -12,6 +12,7 @@ mod free_list;
 mod genetic;
 mod greedy;
 mod options;
+mod parametric;
 mod place;
 mod portfolio;
 mod problem;
@@ -23,6 +24,9 @@ mod verify;
 pub use bounds::{aligned_live_bound, lower_bound, max_live_bound};
 pub use budget::{Budget, Ending, WORK_PER_SECOND};
 pub use options::{PlanOptions, PlannerChoice, UnknownPlanner, planner_names};
+pub use parametric::{
+    ParametricPlan, Point, SymBuffer, SymProblem, plan_parametric, sample_points,
+};
 pub use portfolio::HEURISTICS;
 pub use problem::{Buffer, MAX_TOTAL, PlanError, Problem, Search, Solution};
 pub use verify::{VerifyError, verify};
