@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use onnx_memplan::infer::InferOptions;
 use onnx_memplan::ir::ValueType;
@@ -17,7 +17,8 @@ use onnx_memplan::liveness::{TensorKind, lifetimes};
 use onnx_memplan::onnx::proto::{ModelProto, tensor_shape_proto::dimension, type_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::plan::{
-    PlanOptions, SymBuffer, SymProblem, plan_parametric, sample_points, solve, verify,
+    Budget, PlanOptions, SymBuffer, SymProblem, WORK_PER_SECOND, plan_parametric, sample_points,
+    solve, verify,
 };
 use onnx_memplan::schedule::topological_order;
 use prost::Message;
@@ -90,8 +91,14 @@ fn run(name: &str, path: &std::path::Path, fixed: &[(&str, i64)], ranges: &[(&st
         alignment: 64,
         ranges: symbolic.ranges.clone(),
     };
+    // A work budget only (a fifth of a second's worth): every repetition gets the same work,
+    // so the timings compare like with like.
     let options = PlanOptions {
-        time_limit: Duration::from_millis(200),
+        budget: Budget {
+            work: WORK_PER_SECOND / 5,
+            deadline: None,
+            cancel: None,
+        },
         ..PlanOptions::default()
     };
     let points = sample_points(&problem.ranges);
@@ -132,6 +139,7 @@ fn run(name: &str, path: &std::path::Path, fixed: &[(&str, i64)], ranges: &[(&st
             planner: "parametric".into(),
             proven_optimal: false,
             lower_bound: 0,
+            searches: Vec::new(),
         };
         verify(&concrete, &evaluated).expect("the evaluated plan is valid");
         let alone = solve(&concrete, &options).unwrap().arena;
