@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use onnx_memplan::plan::csv::{format_csv, parse_csv};
-use onnx_memplan::plan::{PlanOptions, solve, verify};
+use onnx_memplan::plan::{Budget, PlanOptions, solve, verify};
 
 fuzz_target!(|data: &[u8]| {
     // `solve` reads the file as UTF-8 text; other bytes are refused before parsing.
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let options = PlanOptions {
-        time_limit: Duration::from_millis(10),
+        budget: Budget::within(Duration::from_millis(10)),
         ..PlanOptions::default()
     };
     let solution = solve(&csv.problem, &options).expect("a problem the reader accepts solves");
