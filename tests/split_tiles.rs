@@ -17,10 +17,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use common::{float_info, float_init, model, node, write_model};
+use common::{compare_in_onnxruntime, float_info, float_init, model, node, write_model};
 use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribute_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
@@ -188,61 +185,6 @@ fn split_auto_table_describes_the_annotated_model() {
     let wrong = common::run_cli(&["verify", path.to_str().unwrap(), table.to_str().unwrap()]);
     assert_eq!(wrong.status.code(), Some(2));
     compare_in_onnxruntime(&path, &annotated);
-}
-
-fn python() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("MEMPLAN_PYTHON").map(PathBuf::from),
-        Some(common::root().join(".ci/venv/bin/python")),
-    ];
-    candidates.into_iter().flatten().find(|p| {
-        Command::new(p)
-            .args(["-c", "import onnxruntime, onnx, numpy"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
-/// Runs both models in onnxruntime on the same random input; every output element must match
-/// within 1e-5 of the output's largest magnitude, and onnx.checker (full_check) must accept
-/// the rewritten model.
-fn compare_in_onnxruntime(original: &Path, rewritten: &Path) {
-    let Some(python) = python() else {
-        eprintln!(
-            "SKIPPED onnxruntime comparison: no Python with onnxruntime (run scripts/ort_check.sh \
-             once to create .ci/venv, or set MEMPLAN_PYTHON)"
-        );
-        return;
-    };
-    let script = r#"
-import sys, numpy as np, onnx, onnxruntime as ort
-onnx.checker.check_model(sys.argv[2], full_check=True)
-so = ort.SessionOptions()
-so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
-b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
-i = a.get_inputs()[0]
-x = np.random.default_rng(0).standard_normal(i.shape).astype(np.float32)
-ya, yb = a.run(None, {i.name: x})[0], b.run(None, {i.name: x})[0]
-assert ya.shape == yb.shape, (ya.shape, yb.shape)
-d = float(np.abs(ya - yb).max())
-scale = float(np.abs(ya).max())
-print(f"max difference {d:.3g} (largest magnitude {scale:.3g}, {ya.size} elements)")
-sys.exit(0 if d <= 1e-5 * scale else 1)
-"#;
-    let run = Command::new(python)
-        .args(["-c", script])
-        .arg(original)
-        .arg(rewritten)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&run.stdout);
-    eprintln!("onnxruntime: {said}");
-    assert!(
-        run.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
 }
 
 /// Budget mode splits a step that alone exceeds the budget instead of refusing: the wide

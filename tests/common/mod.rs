@@ -208,3 +208,60 @@ pub fn assert_verify_refuses(model: &Path, table: &Path, needle: &str) {
 pub fn read_table(path: &Path) -> onnx_memplan::emit::Table {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// A Python that can import onnxruntime, onnx and numpy: `MEMPLAN_PYTHON`, else `.ci/venv`.
+pub fn ort_python() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("MEMPLAN_PYTHON").map(PathBuf::from),
+        Some(root().join(".ci/venv/bin/python")),
+    ];
+    candidates.into_iter().flatten().find(|p| {
+        Command::new(p)
+            .args(["-c", "import onnxruntime, onnx, numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Runs both models in onnxruntime on the same random input and reports whether the outputs
+/// are bit-identical and the largest difference; every element must match within 1e-5 of the
+/// output's largest magnitude, and onnx.checker (full_check) must accept the rewritten model.
+pub fn compare_in_onnxruntime(original: &Path, rewritten: &Path) {
+    let Some(python) = ort_python() else {
+        eprintln!(
+            "SKIPPED onnxruntime comparison: no Python with onnxruntime (run scripts/ort_check.sh \
+             once to create .ci/venv, or set MEMPLAN_PYTHON)"
+        );
+        return;
+    };
+    let script = r#"
+import sys, numpy as np, onnx, onnxruntime as ort
+onnx.checker.check_model(sys.argv[2], full_check=True)
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
+i = a.get_inputs()[0]
+x = np.random.default_rng(0).standard_normal(i.shape).astype(np.float32)
+ya, yb = a.run(None, {i.name: x})[0], b.run(None, {i.name: x})[0]
+assert ya.shape == yb.shape, (ya.shape, yb.shape)
+d = float(np.abs(ya - yb).max())
+scale = float(np.abs(ya).max())
+same = bool(np.array_equal(ya, yb))
+print(f"bit-identical {same}, max difference {d:.3g} (largest magnitude {scale:.3g}, {ya.size} elements)")
+sys.exit(0 if d <= 1e-5 * scale else 1)
+"#;
+    let run = Command::new(python)
+        .args(["-c", script])
+        .arg(original)
+        .arg(rewritten)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout);
+    eprintln!("onnxruntime: {said}");
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
