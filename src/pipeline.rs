@@ -76,6 +76,8 @@ pub struct Planned {
     pub report: InferReport,
     /// How long the pass took (reported, never written to the table).
     pub timings: Timings,
+    /// Work units the planner's searches spent (see [`plan::budget`]).
+    pub work: u64,
 }
 
 /// Wall-clock times of a pass, in milliseconds.
@@ -314,7 +316,9 @@ fn plan_bytes(
 
 /// Plans with the split stage: the search plans candidates without the advanced modes; the
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
-/// once more with every option.
+/// once more with every option. The budget's work is one account for the whole stage: half
+/// is kept for the final plan, and the first plan and each candidate may spend a quarter of
+/// what is left of the other half, so the stage never spends more than the budget.
 fn plan_split(
     path: &Path,
     proto: ModelProto,
@@ -325,14 +329,19 @@ fn plan_split(
         modes: crate::modes::ModeOptions::default(),
         ..options.clone()
     };
-    let first = plan_proto(path, proto, &trial, budget)?;
+    let search_work = std::cell::Cell::new(budget.work / 2);
+    let plan_trial = |model: ModelProto| {
+        let planned = plan_proto(path, model, &trial, &budget.part_of(search_work.get() / 4))?;
+        search_work.set(search_work.get().saturating_sub(planned.work));
+        Ok(planned)
+    };
+    let first = plan_trial(proto)?;
     let split_options = SplitOptions {
         budget: options.modes.budget,
         ..options.split
     };
-    let outcome = split::search(&first, &split_options, &|model| {
-        plan_proto(path, model, &trial, budget)
-    })?;
+    let outcome = split::search(&first, &split_options, &plan_trial)?;
+    let budget = &budget.part_of(budget.work - budget.work / 2 + search_work.get());
     let chains = outcome.info.chains.len();
     let mut planned = if outcome.info.chains.is_empty() {
         plan_proto(path, first.original, options, budget)?
@@ -454,11 +463,14 @@ fn plan_proto(
     };
     crate::modes::finish(
         graph,
-        &liveness,
+        crate::modes::FlatPlan {
+            liveness: &liveness,
+            shared,
+            offsets: &solution.offsets,
+        },
         options.liveness,
         &options.modes,
-        shared,
-        &solution.offsets,
+        budget,
         &mut table,
     )
     .map_err(|e| prefix(path, e))?;
@@ -479,6 +491,7 @@ fn plan_proto(
             plan_ms,
             total_ms: 0.0,
         },
+        work: solution.work_spent(),
     })
 }
 

@@ -119,3 +119,67 @@ fn solve_cut_by_its_work_budget_gives_the_same_offsets_at_one_and_two_threads() 
     }
     assert!(results.windows(2).all(|w| w[0] == w[1]), "solutions differ");
 }
+
+/// The budget (S4) and tier (S1) searches stop on `--search-work`, so a run cut short by it
+/// writes the same bytes at any thread count; `--search-time` is only their safety stop.
+#[test]
+fn mode_searches_cut_by_their_work_budget_write_the_same_bytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let model = common::root().join("models/bert_tiny.onnx");
+    let bound = [
+        "--dim",
+        "batch=4",
+        "--dim",
+        "sequence=128",
+        "--split",
+        "off",
+        "--search-time",
+        "120",
+        "--search-work",
+        "3000000",
+    ];
+    // At these sizes the flat plan needs 2,621,440 B and no step reads and writes more than
+    // 2,097,152 B, so 2,200,000 B needs the offload search; a 640 KiB SRAM holds a quarter.
+    let modes: [(&str, &[&str]); 2] = [
+        ("offload-spill", &["--budget", "2200000"]),
+        (
+            "hierarchy",
+            &[
+                "--tier",
+                "sram:655360:1:64",
+                "--tier",
+                "dram:1GiB:200:8",
+                "--segment",
+                "4",
+            ],
+        ),
+    ];
+    for (search, mode) in modes {
+        let mut outputs = Vec::new();
+        for (run_id, threads) in ["1", "2"].into_iter().enumerate() {
+            let dir = tmp.path().join(format!("{search}-{run_id}"));
+            std::fs::create_dir(&dir).unwrap();
+            let out = dir.join("bert.memplan.onnx");
+            let mut args = vec!["plan", model.to_str().unwrap(), "-o", out.to_str().unwrap()];
+            args.extend(bound);
+            args.extend(mode);
+            let o = run(&args, threads);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let table = std::fs::read_to_string(dir.join("bert.memplan.json")).unwrap();
+            let json: serde_json::Value = serde_json::from_str(&table).unwrap();
+            let ends: Vec<&str> = json["stats"]["searches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["planner"] == search)
+                .map(|s| s["ended_by"].as_str().unwrap())
+                .collect();
+            assert!(
+                ends.contains(&"work-budget") && !ends.contains(&"time-limit"),
+                "{search} is cut by --search-work: {ends:?}"
+            );
+            outputs.push((table, std::fs::read(&out).unwrap()));
+        }
+        assert!(outputs[0] == outputs[1], "{search}: the outputs differ");
+    }
+}

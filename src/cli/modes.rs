@@ -31,6 +31,10 @@ pub struct ModeArgs {
     /// Seconds the hierarchy or budget search may take (the best plan so far is kept).
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
     pub search_time: f64,
+    /// Work units the hierarchy or budget search may spend (default: 30 million per second of
+    /// --search-time, which is then only a safety stop).
+    #[arg(long, value_name = "UNITS")]
+    pub search_work: Option<u64>,
     /// Compute units and node assignments (JSON; see `modes::partition`).
     #[arg(long, value_name = "FILE")]
     pub partition: Option<PathBuf>,
@@ -72,6 +76,7 @@ impl ModeArgs {
             tiers,
             segment: self.segment as usize,
             budget,
+            search_work: self.search_work,
             partition,
             offload: offload::Options {
                 time_limit: std::time::Duration::from_secs_f64(self.search_time),

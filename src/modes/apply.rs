@@ -14,6 +14,7 @@ use crate::emit::{OffloadInfo, Table, main_arena, tensor_entries};
 use crate::ir::{Graph, Model};
 use crate::liveness::{Liveness, LivenessOptions, Sharing, analyse_with};
 use crate::plan::Problem;
+use crate::plan::budget::{Budget, Ending};
 
 /// Which advanced mode to run, with its settings (the default runs none).
 #[derive(Clone, Debug, Default)]
@@ -26,8 +27,37 @@ pub struct ModeOptions {
     pub budget: Option<u64>,
     /// Compute units (partition mode).
     pub partition: Option<Partition>,
-    /// Limits of the offload search (its time limit bounds the hierarchy search too).
+    /// Limits of the offload search (its time limit, `--search-time`, bounds the hierarchy
+    /// search too).
     pub offload: offload::Options,
+    /// Work units the hierarchy or budget search may spend (`--search-work`; default
+    /// [`crate::plan::WORK_PER_SECOND`] per second of the search time).
+    pub search_work: Option<u64>,
+}
+
+impl ModeOptions {
+    /// The budget of a mode's search starting now: `search_work` units (or
+    /// [`Budget::for_time`] of the search time), the search time as its safety stop, and
+    /// `planning`'s cancel flag.
+    pub fn search_budget(&self, planning: &Budget) -> Budget {
+        let timed = Budget::within(self.offload.time_limit);
+        Budget {
+            work: self.search_work.unwrap_or(timed.work),
+            cancel: planning.cancel.clone(),
+            ..timed
+        }
+    }
+}
+
+/// The flat plan a mode starts from: the analysis, the partition's sharing, and the solved
+/// problem's offsets.
+pub struct FlatPlan<'a> {
+    /// The liveness analysis that was planned.
+    pub liveness: &'a Liveness,
+    /// What partition mode prepared, if it ran.
+    pub shared: Option<Shared>,
+    /// One offset per buffer of `liveness`.
+    pub offsets: &'a [u64],
 }
 
 /// Partition mode: marks the graph and adjusts `problem` before it is solved.
@@ -45,16 +75,21 @@ pub fn prepare(
         .transpose()
 }
 
-/// Rewrites the flat plan's table for the chosen mode; `offsets` is the solved problem's.
+/// Rewrites the flat plan's table for the chosen mode; a search gets
+/// [`ModeOptions::search_budget`] of `planning` and is listed in `stats.searches`.
 pub fn finish(
     graph: &Graph,
-    liveness: &Liveness,
+    flat: FlatPlan,
     options: LivenessOptions,
     modes: &ModeOptions,
-    shared: Option<Shared>,
-    offsets: &[u64],
+    planning: &Budget,
     table: &mut Table,
 ) -> Result<()> {
+    let FlatPlan {
+        liveness,
+        shared,
+        offsets,
+    } = flat;
     if let Some(shared) = &shared {
         sharing::annotate(liveness, shared, offsets, table);
     }
@@ -65,8 +100,9 @@ pub fn finish(
             options,
             &modes.tiers,
             modes.segment,
-            modes.offload.time_limit,
+            &modes.search_budget(planning),
         )?;
+        record_search(table, "hierarchy", plan.ended);
         table.arenas = plan.arenas;
         table.tensors = plan.tensors;
         table.hierarchy = Some(plan.info);
@@ -107,7 +143,11 @@ pub fn finish(
                 options.alignment,
                 budget,
                 &modes.offload,
+                &modes.search_budget(planning),
             )?;
+            for &(name, ended) in &plan.searches {
+                record_search(table, name, ended);
+            }
             table.tensors = tensor_entries(graph, liveness, &plan.tensor_offsets);
             table.arenas = main_arena(plan.arena);
             table.stats.planner = format!("offload-{}", plan.info.method);
@@ -116,6 +156,14 @@ pub fn finish(
         }
     }
     Ok(())
+}
+
+/// Lists a mode's search in the table's `stats.searches`.
+fn record_search(table: &mut Table, planner: &str, ended: Ending) {
+    table.stats.searches.push(crate::emit::SearchEnd {
+        planner: planner.to_string(),
+        ended_by: ended.name().to_string(),
+    });
 }
 
 /// The mode's outcome for the one-line summary (empty when no mode ran).

@@ -10,6 +10,7 @@ use crate::emit::{OffloadInfo, Transfer};
 use crate::input_error;
 use crate::ir::Graph;
 use crate::liveness::{Liveness, TensorKind};
+use crate::plan::budget::{Budget, Ending};
 
 /// The budget plan of a model.
 pub struct BudgetPlan {
@@ -20,24 +21,31 @@ pub struct BudgetPlan {
     pub arena: u64,
     /// Budget, transfers, and the baseline's migration.
     pub info: OffloadInfo,
+    /// Every search that ran (over all the candidate analyses) and what ended it.
+    pub searches: Vec<(&'static str, Ending)>,
 }
 
 /// Plans within `budget` device bytes over each candidate analysis of the same order (e.g.
 /// with slice aliases, whose larger buffers lower the bound, and without, whose smaller
 /// buffers can wait in host memory separately); keeps the plan that migrates least, with the
-/// analysis it was made on. When none fits, says why for the most permissive candidate.
+/// analysis it was made on. When none fits, says why for the most permissive candidate. The
+/// candidates share `work` equally.
 pub fn plan_budget<'a>(
     graph: &Graph,
     candidates: &[&'a Liveness],
     alignment: u64,
     budget: u64,
     options: &Options,
+    work: &Budget,
 ) -> Result<(BudgetPlan, &'a Liveness)> {
     let mut best: Option<(BudgetPlan, &Liveness)> = None;
     let mut refusal: Option<(Infeasible, &Liveness)> = None;
+    let mut searches = Vec::new();
+    let share = work.part(1, candidates.len() as u64);
     for &liveness in candidates {
-        match plan_one(graph, liveness, alignment, budget, options) {
+        match plan_one(graph, liveness, alignment, budget, options, &share) {
             Ok(plan) => {
+                searches.extend(plan.searches.iter().copied());
                 if best
                     .as_ref()
                     .is_none_or(|b| plan.info.migrated_bytes < b.0.info.migrated_bytes)
@@ -56,8 +64,9 @@ pub fn plan_budget<'a>(
             }
         }
     }
-    if let Some(best) = best {
-        return Ok(best);
+    if let Some((mut plan, liveness)) = best {
+        plan.searches = searches;
+        return Ok((plan, liveness));
     }
     let (why, liveness) = refusal.expect("at least one candidate");
     Err(match why {
@@ -81,6 +90,7 @@ fn plan_one(
     alignment: u64,
     budget: u64,
     options: &Options,
+    work: &Budget,
 ) -> Result<BudgetPlan, Infeasible> {
     let alignment = alignment.max(1);
     let last_step = liveness.order.len().saturating_sub(1);
@@ -131,7 +141,7 @@ fn plan_one(
         budget,
         alignment,
     };
-    let outcome = offload::solve(&problem, options)?;
+    let outcome = offload::solve(&problem, options, work)?;
     let stays = &outcome.plan.residency.stays;
     let mut tensor_offsets = vec![None; liveness.tensors.len()];
     let mut transfers = Vec::new();
@@ -197,5 +207,6 @@ fn plan_one(
             baseline_migrated_bytes: baseline.map(|p| p.migrated),
             transfers,
         },
+        searches: outcome.searches,
     })
 }

@@ -11,4 +11,4 @@ pub mod sharing;
 pub mod size;
 pub mod tiers;
 
-pub use apply::{ModeOptions, finish, prepare, summary};
+pub use apply::{FlatPlan, ModeOptions, finish, prepare, summary};

@@ -2,8 +2,6 @@
 //! pairs become reuse candidates the search may take or decline), accesses are the operators'
 //! reads and writes; the result is one arena per tier and a table entry per tensor.
 
-use std::time::Duration;
-
 use anyhow::Result;
 
 use super::access::tensor_accesses;
@@ -12,6 +10,7 @@ use crate::emit::{Arena, HierarchyInfo, TensorEntry, TierInfo, member_offsets, t
 use crate::input_error;
 use crate::ir::{Graph, NodeId};
 use crate::liveness::{Liveness, LivenessOptions, Sharing, analyse};
+use crate::plan::budget::{Budget, Ending};
 
 /// The hierarchy plan of a model.
 pub struct TierPlan {
@@ -21,17 +20,19 @@ pub struct TierPlan {
     pub tensors: Vec<TensorEntry>,
     /// Costs before and after the search.
     pub info: HierarchyInfo,
+    /// What ended the improvement search.
+    pub ended: Ending,
 }
 
 /// Plans the graph's tensors over `tiers` (fastest first) under the execution `order`; the
-/// search stops after `time_limit`.
+/// search spends at most `budget`.
 pub fn plan_tiers(
     graph: &Graph,
     order: &[NodeId],
     options: LivenessOptions,
     tiers: &[Tier],
     segment: usize,
-    time_limit: Duration,
+    budget: &Budget,
 ) -> Result<TierPlan> {
     let merged = analyse(graph, order.to_vec(), options)?;
     let apart = analyse(
@@ -49,7 +50,7 @@ pub fn plan_tiers(
         tiers: tiers.to_vec(),
         alignment,
     };
-    let Outcome { best, cost_initial, cost_final, actions, .. } = improve(&h, segment, time_limit).map_err(|stuck| {
+    let Outcome { best, cost_initial, cost_final, actions, ended, .. } = improve(&h, segment, budget).map_err(|stuck| {
         let name = apart.buffers[stuck.block]
             .members
             .first()
@@ -99,6 +100,7 @@ pub fn plan_tiers(
             actions,
             fill: fill(&h, &best),
         },
+        ended,
     })
 }
 

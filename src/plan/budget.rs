@@ -89,9 +89,18 @@ impl Budget {
         }
     }
 
+    /// The same stops with `work` units.
+    pub fn part_of(&self, work: u64) -> Budget {
+        Budget {
+            work,
+            ..self.clone()
+        }
+    }
+
     /// A meter drawing on this budget's whole work.
     pub fn meter(&self) -> Meter {
         Meter {
+            granted: self.work,
             left: self.work,
             deadline: self.deadline,
             cancel: self.cancel.clone(),
@@ -119,6 +128,7 @@ impl Budget {
 /// One search's running account of work against its allowance.
 #[derive(Debug)]
 pub struct Meter {
+    granted: u64,
     left: u64,
     deadline: Option<Instant>,
     cancel: Option<Arc<AtomicBool>>,
@@ -169,11 +179,18 @@ impl Meter {
         self.left
     }
 
+    /// Units spent so far (including what sub-searches gave back with [`Meter::absorb`]).
+    pub fn spent(&self) -> u64 {
+        self.granted - self.left
+    }
+
     /// A meter for a sub-search with `1 / denominator` of what is left; give it back with
     /// [`Meter::absorb`].
     pub fn share(&self, denominator: u64) -> Meter {
+        let left = self.left / denominator.max(1);
         Meter {
-            left: self.left / denominator.max(1),
+            granted: left,
+            left,
             deadline: self.deadline,
             cancel: self.cancel.clone(),
             since_check: self.since_check,

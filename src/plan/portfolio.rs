@@ -93,6 +93,7 @@ fn heuristic(
     let search = Search {
         planner: choice.name().to_string(),
         ended_by: meter.ending(),
+        work: meter.spent(),
     };
     (offsets, search)
 }
@@ -177,6 +178,7 @@ fn genetic(
     let search = Search {
         planner: PlannerChoice::S3Genetic.name().to_string(),
         ended_by: meter.ending(),
+        work: meter.spent(),
     };
     match offsets {
         Some(offsets) => Ok(with_searches(
@@ -257,6 +259,7 @@ fn improve_exactly(
         searches: vec![Search {
             planner: PlannerChoice::Exact.name().to_string(),
             ended_by: meter.ending(),
+            work: meter.spent(),
         }],
     }
 }

@@ -52,6 +52,13 @@ pub struct Solution {
     pub searches: Vec<Search>,
 }
 
+impl Solution {
+    /// Work units the searches spent, together.
+    pub fn work_spent(&self) -> u64 {
+        self.searches.iter().map(|s| s.work).sum()
+    }
+}
+
 /// One planner's run within a solve.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Search {
@@ -59,6 +66,8 @@ pub struct Search {
     pub planner: String,
     /// Whether it finished, spent its work allowance, or was stopped by the clock.
     pub ended_by: super::budget::Ending,
+    /// Work units it spent.
+    pub work: u64,
 }
 
 /// Every buffer at the aligned top of the one before: valid for any problem (nothing shares

@@ -7,7 +7,7 @@
 //! the fastest tier, nothing can improve and the search stops.
 
 use super::Hierarchy;
-use std::time::{Duration, Instant};
+use crate::plan::budget::{Budget, Ending, Meter};
 
 use super::cost::cost;
 use super::place::{Choice, Placement, Stuck, place, walk};
@@ -32,14 +32,25 @@ pub struct Outcome {
     pub cost_final: f64,
     /// Actions kept in the best state.
     pub actions: usize,
+    /// What ended the search (the first stop met by either run).
+    pub ended: Ending,
 }
+
+/// Work units one scored placement costs (placing and scoring walk every block).
+fn placement_work(h: &Hierarchy) -> u64 {
+    WORK_PER_BLOCK * (1 + h.blocks.len() as u64)
+}
+
+/// Work units per block of a scored placement (so that a unit is a few nanoseconds, as
+/// [`crate::plan::budget`] assumes).
+const WORK_PER_BLOCK: u64 = 3;
 
 /// Runs the initial placement and the improvement search with `segment` steps per segment,
 /// from S1's initial placement and, when it is cheaper, from the density seed (see
-/// `density_seed`); keeps the better result. After `time_limit` (shared by the two runs)
-/// the search stops and keeps the best state so far.
-pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Outcome, Stuck> {
-    let started = Instant::now();
+/// `density_seed`); keeps the better result. The two runs share `budget`'s work (each scored
+/// placement costs [`placement_work`]); when it is spent or a safety stop fires, the search
+/// keeps the best state so far.
+pub fn improve(h: &Hierarchy, segment: usize, budget: &Budget) -> Result<Outcome, Stuck> {
     let choices = vec![Choice::default(); h.blocks.len()];
     let initial = place(h, &choices)?;
     let cost_initial = cost(h, &initial);
@@ -55,20 +66,21 @@ pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Ou
         }
     }
     let seed = density_seed(h).filter(|s| s.2 < cost_initial);
-    let first_deadline = started
-        + if seed.is_some() {
-            time_limit / 2
-        } else {
-            time_limit
-        };
-    let mut best = search(h, &born, segment, first_deadline, state, choices);
+    let runs = if seed.is_some() { 2 } else { 1 };
+    let mut meter = budget.part(1, runs).meter();
+    let mut best = search(h, &born, segment, &mut meter, state, choices);
+    let mut ended = meter.ending();
     if let Some((seeded, placement, e)) = seed {
         let state = State {
             placement,
             cost: e,
             actions: seeded.iter().filter(|c| c.tier.is_some()).count(),
         };
-        let other = search(h, &born, segment, started + time_limit, state, seeded);
+        let mut meter = budget.part(1, runs).meter();
+        let other = search(h, &born, segment, &mut meter, state, seeded);
+        if ended == Ending::Complete {
+            ended = meter.ending();
+        }
         if other.cost < best.cost {
             best = other;
         }
@@ -79,16 +91,17 @@ pub fn improve(h: &Hierarchy, segment: usize, time_limit: Duration) -> Result<Ou
         cost_final: best.cost,
         best: best.placement,
         actions: best.actions,
+        ended,
     })
 }
 
-/// S1's segment search from `state` (made by `choices`) until `deadline`; `born[s]` lists the
-/// blocks made at step `s`.
+/// S1's segment search from `state` (made by `choices`) while `meter` allows; `born[s]` lists
+/// the blocks made at step `s`.
 fn search(
     h: &Hierarchy,
     born: &[Vec<usize>],
     segment: usize,
-    deadline: Instant,
+    meter: &mut Meter,
     mut state: State,
     mut choices: Vec<Choice>,
 ) -> State {
@@ -101,7 +114,7 @@ fn search(
                 .iter()
                 .flatten()
                 .all(|&b| state.placement.tier[b] == 0);
-            if rest_fastest || Instant::now() > deadline {
+            if rest_fastest || !meter.running() {
                 break;
             }
             let end = (start + segment).min(born.len());
@@ -109,12 +122,14 @@ fn search(
                 h,
                 born: &born[start..end],
                 best: (state.clone(), choices.clone()),
+                meter: &mut *meter,
+                work: placement_work(h),
             };
             search.descend(0, &mut choices, &state);
             (state, choices) = search.best;
             start = end;
         }
-        if state.cost >= before {
+        if state.cost >= before || !meter.running() {
             break;
         }
     }
@@ -129,11 +144,14 @@ struct State {
     actions: usize,
 }
 
-/// Exhaustive search over one segment.
+/// Exhaustive search over one segment (cut short when the meter runs out).
 struct Segment<'a> {
     h: &'a Hierarchy,
     born: &'a [Vec<usize>],
     best: (State, Vec<Choice>),
+    meter: &'a mut Meter,
+    /// Work units per scored placement.
+    work: u64,
 }
 
 impl Segment<'_> {
@@ -149,6 +167,9 @@ impl Segment<'_> {
         }
         self.descend(depth + 1, choices, state);
         for (b, choice) in self.actions(&self.born[depth], choices, &state.placement) {
+            if !self.meter.spend(self.work) {
+                return;
+            }
             let saved = choices[b];
             choices[b] = choice;
             if let Ok(placement) = place(self.h, choices) {

@@ -1,8 +1,7 @@
 //! Cases worked by hand.
 
-use std::time::Duration;
-
 use super::*;
+use crate::plan::budget::Budget;
 
 fn tier(name: &str, capacity: u64, latency: f64, bandwidth: f64) -> Tier {
     Tier {
@@ -44,7 +43,7 @@ fn s2_example_in_one_tier() {
         tiers: vec![tier("main", 1 << 20, 1.0, 64.0)],
         alignment: 64,
     };
-    let out = improve(&h, 2, Duration::from_secs(5)).unwrap();
+    let out = improve(&h, 2, &Budget::unlimited()).unwrap();
     assert_eq!(out.initial.offset, vec![0, 2048, 4096, 0, 4096, 0]);
     assert_eq!(out.initial.high_water, vec![5120]);
     assert_eq!(out.best, out.initial);
@@ -70,7 +69,7 @@ fn swap_makes_room_for_the_blocks_that_matter() {
         ],
         alignment: 64,
     };
-    let out = improve(&h, 1, Duration::from_secs(5)).unwrap();
+    let out = improve(&h, 1, &Budget::unlimited()).unwrap();
     assert_eq!(out.initial.tier, vec![0, 1, 1]);
     assert_eq!(out.initial.offset, vec![0, 0, 2048]);
     assert_eq!(out.cost_initial, 2578.0);
@@ -105,7 +104,7 @@ fn move_defragments() {
         ],
         alignment: 64,
     };
-    let out = improve(&h, 1, Duration::from_secs(5)).unwrap();
+    let out = improve(&h, 1, &Budget::unlimited()).unwrap();
     assert_eq!((out.initial.offset[1], out.initial.tier[2]), (1024, 1));
     assert_eq!(out.cost_initial, 1804.0);
     assert_eq!(out.best.tier, vec![0, 0, 0]);
@@ -169,6 +168,6 @@ fn density_seed_keeps_the_sram_for_the_busy_block() {
     let (choices, seeded, e) = seed::density_seed(&h).unwrap();
     assert_eq!((seeded.tier, e), (vec![1, 0], 447.0));
     assert_eq!(choices[0].tier, Some(1));
-    let out = improve(&h, 2, Duration::from_secs(1)).unwrap();
+    let out = improve(&h, 2, &Budget::unlimited()).unwrap();
     assert_eq!((out.cost_initial, out.cost_final), (1086.0, 447.0));
 }

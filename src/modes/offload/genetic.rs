@@ -5,22 +5,24 @@
 //! keeps the best quarter, breeds children from tournament-chosen parents and adds fresh
 //! random assignments. Greedy assignments seed the first generation.
 
-use std::time::Instant;
-
 use super::migrate::{Score, score, score_segment};
 use super::rng::Rng;
 use super::segments::Segments;
 use super::units::Unit;
-use super::{Offload, Options};
+use super::{Offload, Options, evaluation_work};
+use crate::plan::budget::{Budget, Ending};
 
-/// The best assignment found and the number of generations run.
+/// The best assignment found, the number of generations run and what ended the search
+/// (each assignment scored spends [`evaluation_work`] units of `budget`).
 pub fn search(
     problem: &Offload,
     units: &[Unit],
     segments: &Segments,
     options: &Options,
-) -> (Vec<usize>, usize) {
-    let started = Instant::now();
+    budget: &Budget,
+) -> (Vec<usize>, usize, Ending) {
+    let mut meter = budget.meter();
+    let work = evaluation_work(units);
     let ga = Ga {
         problem,
         units,
@@ -42,14 +44,14 @@ pub fn search(
         let a = ga.greedy(&order);
         population.push((ga.fitness(&a), a));
     }
-    while population.len() < size {
+    while population.len() < size && meter.spend(work) {
         let a = ga.random(&mut rng);
         population.push((ga.fitness(&a), a));
     }
     population.sort_by_key(|p| p.0);
     let (mut best_round, mut rounds) = (0, 0);
-    for round in 0..options.rounds {
-        if started.elapsed() > options.time_limit || round - best_round > options.stagnation {
+    'rounds: for round in 0..options.rounds {
+        if population.len() < size || round - best_round > options.stagnation {
             break;
         }
         rounds = round + 1;
@@ -60,6 +62,9 @@ pub fn search(
         let fresh = size / 8;
         let mut next: Vec<(u64, Vec<usize>)> = population[..elite].to_vec();
         while next.len() < size - fresh {
+            if !meter.spend(work) {
+                break 'rounds;
+            }
             let a = &population[tournament(&mut rng, population.len())].1;
             let b = &population[tournament(&mut rng, population.len())].1;
             let mut child = ga.crossover(a, b, &mut rng);
@@ -67,6 +72,9 @@ pub fn search(
             next.push((ga.fitness(&child), child));
         }
         while next.len() < size {
+            if !meter.spend(work) {
+                break 'rounds;
+            }
             let a = ga.random(&mut rng);
             next.push((ga.fitness(&a), a));
         }
@@ -76,7 +84,7 @@ pub fn search(
         }
         population = next;
     }
-    (population.swap_remove(0).1, rounds)
+    (population.swap_remove(0).1, rounds, meter.ending())
 }
 
 /// The lower index of two random picks (the population is sorted best first).

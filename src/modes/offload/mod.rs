@@ -20,6 +20,8 @@ mod units;
 
 use std::time::Duration;
 
+use crate::plan::budget::{Budget, Ending};
+
 pub use baseline::farthest_next_use;
 pub use check::check;
 
@@ -103,7 +105,8 @@ pub struct Options {
     pub rounds: usize,
     /// Stop after this many generations without improvement.
     pub stagnation: usize,
-    /// Stop after this long.
+    /// The search time (`--search-time`): [`Budget::for_time`] of it bounds the two planners'
+    /// work, half each, with the deadline as a safety stop.
     pub time_limit: Duration,
     /// Seed of the random generator (runs are reproducible).
     pub seed: u64,
@@ -136,6 +139,8 @@ pub struct Outcome {
     pub baseline: Option<Plan>,
     /// Generations run, summed over the planners.
     pub rounds: usize,
+    /// Each planner that searched (`offload-segments`, `offload-spill`) and what ended it.
+    pub searches: Vec<(&'static str, Ending)>,
 }
 
 /// Why no plan fits the budget.
@@ -152,8 +157,22 @@ pub enum Infeasible {
     NoPlan,
 }
 
-/// Plans the objects within the budget, or says why no plan can fit it.
-pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, Infeasible> {
+/// Work units one scored candidate costs the searches: a few per unit and per access, the
+/// passes a decode or a score makes over them.
+pub fn evaluation_work(units: &[units::Unit]) -> u64 {
+    units
+        .iter()
+        .map(|u| WORK_PER_ACCESS * (1 + u.accesses.len() as u64))
+        .sum()
+}
+
+/// Work units per unit access of a scored candidate (calibrated so a unit of work takes a few
+/// nanoseconds, as [`crate::plan::budget`] assumes).
+const WORK_PER_ACCESS: u64 = 8;
+
+/// Plans the objects within the device budget, or says why no plan can fit it; the searches
+/// share `work` (half each).
+pub fn solve(problem: &Offload, options: &Options, work: &Budget) -> Result<Outcome, Infeasible> {
     let units = units::merge(problem);
     let (bytes, step) = floor(&units);
     if bytes > problem.budget {
@@ -175,19 +194,25 @@ pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, Infeasible
             segments_migrated: Some(0),
             spill_migrated: Some(0),
             rounds: 0,
+            searches: Vec::new(),
         };
         return Ok(outcome);
     }
     let mut rounds = 0;
+    let mut searches = Vec::new();
+    let half = work.part(1, 2);
     let segments = segments::layout(problem, &units).ok().and_then(|segments| {
-        let (assignment, r) = genetic::search(problem, &units, &segments, options);
+        let (assignment, r, ended) = genetic::search(problem, &units, &segments, options, &half);
         rounds += r;
+        searches.push(("offload-segments", ended));
         plan_of(
             problem,
             migrate::residency(problem, &units, &segments, &assignment)?,
         )
     });
-    let spill = spill::search(problem, &units, options).map(|(residency, migrated, r)| {
+    let (spill, ended) = spill::search(problem, &units, options, &half);
+    searches.push(("offload-spill", ended));
+    let spill = spill.map(|(residency, migrated, r)| {
         rounds += r;
         Plan {
             arena: arena(problem, &residency),
@@ -211,6 +236,7 @@ pub fn solve(problem: &Offload, options: &Options) -> Result<Outcome, Infeasible
         spill_migrated,
         baseline,
         rounds,
+        searches,
     })
 }
 

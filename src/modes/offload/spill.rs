@@ -9,20 +9,22 @@
 //! size bands, a growing mutation rate, elitism plus fresh random individuals, stopping on
 //! rounds, time or stagnation).
 
-use std::time::Instant;
-
 use super::rng::Rng;
 use super::units::Unit;
-use super::{Offload, Options, Residency, Stay, check};
+use super::{Offload, Options, Residency, Stay, check, evaluation_work};
+use crate::plan::budget::{Budget, Ending};
 use crate::plan::{Buffer, HEURISTICS, PlanOptions, Problem, Solution};
 
-/// The least-migrating decoded plan found, and the generations run.
+/// The least-migrating decoded plan found with the generations run, and what ended the
+/// search (each weight vector decoded spends [`evaluation_work`] units of `budget`).
 pub fn search(
     problem: &Offload,
     units: &[Unit],
     options: &Options,
-) -> Option<(Residency, u64, usize)> {
-    let started = Instant::now();
+    budget: &Budget,
+) -> (Option<(Residency, u64, usize)>, Ending) {
+    let mut meter = budget.meter();
+    let work = evaluation_work(units);
     let mut rng = Rng::new(options.seed ^ 0x5a11);
     let size = options.population.max(4);
     let decode = |w: &[f64]| {
@@ -37,7 +39,7 @@ pub fn search(
     let ones = vec![1.0; units.len()];
     let mut best = decode(&ones);
     population.push((score(&best), ones));
-    while population.len() < size {
+    while population.len() < size && meter.spend(work) {
         let w: Vec<f64> = (0..units.len()).map(|_| factor(&mut rng)).collect();
         let d = decode(&w);
         if score(&d) < score(&best) {
@@ -47,8 +49,8 @@ pub fn search(
     }
     population.sort_by_key(|p| p.0);
     let (mut rounds, mut best_round) = (0, 0);
-    for round in 0..options.rounds {
-        if started.elapsed() > options.time_limit || round - best_round > options.stagnation {
+    'rounds: for round in 0..options.rounds {
+        if population.len() < size || round - best_round > options.stagnation {
             break;
         }
         rounds = round + 1;
@@ -58,6 +60,9 @@ pub fn search(
         let (elite, fresh) = (size / 4, size / 8);
         let mut next: Vec<(u64, Vec<f64>)> = population[..elite].to_vec();
         while next.len() < size {
+            if !meter.spend(work) {
+                break 'rounds;
+            }
             let mut child = if next.len() < size - fresh {
                 let a = &population[rng.below(size).min(rng.below(size))].1;
                 let b = &population[rng.below(size).min(rng.below(size))].1;
@@ -85,7 +90,7 @@ pub fn search(
         next.sort_by_key(|p| p.0);
         population = next;
     }
-    best.map(|(r, m)| (r, m, rounds))
+    (best.map(|(r, m)| (r, m, rounds)), meter.ending())
 }
 
 /// A random factor between 1/4 and 4, log-uniform.

@@ -1,6 +1,7 @@
 //! A case worked by hand.
 
 use super::*;
+use crate::plan::budget::Budget;
 
 fn object(size: u64, steps: &[usize]) -> Object {
     let accesses = steps
@@ -38,7 +39,7 @@ fn segments_beat_farthest_next_use() {
         budget: 4096,
         alignment: 64,
     };
-    let out = solve(&problem, &Options::default()).unwrap();
+    let out = solve(&problem, &Options::default(), &Budget::unlimited()).unwrap();
     assert_eq!(out.segments_migrated, Some(2048));
     assert_eq!(out.plan.migrated, 2048);
     let q = &out.plan.residency.stays[1];
@@ -53,7 +54,7 @@ fn segments_beat_farthest_next_use() {
         budget: 2048,
         ..problem.clone()
     };
-    let out = solve(&tight, &Options::default()).unwrap();
+    let out = solve(&tight, &Options::default(), &Budget::unlimited()).unwrap();
     assert_eq!(
         (out.segments_migrated, out.spill_migrated, out.method),
         (None, Some(6144), "spill")
@@ -66,6 +67,7 @@ fn segments_beat_farthest_next_use() {
             ..problem
         },
         &Options::default(),
+        &Budget::unlimited(),
     )
     .unwrap_err();
     assert_eq!(
@@ -125,7 +127,7 @@ fn empty_and_unused_objects() {
         budget: 64,
         alignment: 64,
     };
-    let out = solve(&none, &Options::default()).unwrap();
+    let out = solve(&none, &Options::default(), &Budget::unlimited()).unwrap();
     assert_eq!(out.plan.migrated, 0);
     let unused = Offload {
         objects: vec![
@@ -138,7 +140,7 @@ fn empty_and_unused_objects() {
         budget: 64,
         alignment: 64,
     };
-    let out = solve(&unused, &Options::default()).unwrap();
+    let out = solve(&unused, &Options::default(), &Budget::unlimited()).unwrap();
     assert_eq!(
         (out.plan.residency.stays[0].len(), out.plan.migrated),
         (0, 0)
@@ -162,7 +164,7 @@ fn a_buffer_comes_back_at_another_offset() {
         budget: 128,
         alignment: 64,
     };
-    let out = solve(&problem, &Options::default()).unwrap();
+    let out = solve(&problem, &Options::default(), &Budget::unlimited()).unwrap();
     assert_eq!((out.method, out.plan.migrated), ("spill", 128));
     let a = &out.plan.residency.stays[1];
     assert_eq!((a.len(), a[0].to, a[1].from), (2, 0, 2));
