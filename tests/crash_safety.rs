@@ -223,7 +223,11 @@ fn external_model(dir: &Path) -> std::path::PathBuf {
     let mut m = weighted_chain(1, 64);
     let graph = m.graph.as_mut().expect("graph");
     let w = &mut graph.initializer[0];
-    let raw = w.raw_data.take().expect("raw");
+    // Finite floats (the chain's byte pattern holds NaNs), so onnxruntime's outputs compare.
+    let raw: Vec<u8> = (0..64 * 64)
+        .flat_map(|i| ((i % 17) as f32 / 16.0 - 0.5).to_le_bytes())
+        .collect();
+    w.raw_data = None;
     std::fs::write(dir.join("weights.bin"), &raw).expect("write weights");
     w.data_location = Some(1);
     w.external_data = vec![
@@ -235,15 +239,27 @@ fn external_model(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-#[test]
-fn external_data_is_linked_once_and_compared_after() {
+/// `(device, inode, link count)` of a file.
+fn identity(path: &Path) -> (u64, u64, u64) {
     use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).expect("metadata");
+    (m.dev(), m.ino(), m.nlink())
+}
+
+#[test]
+fn external_data_is_copied_once_and_compared_after() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let src = tmp.path().join("src");
     std::fs::create_dir_all(&src).expect("mkdir");
     let model_path = external_model(&src);
+    let (weights, input_model) = (
+        std::fs::read(src.join("weights.bin")).unwrap(),
+        std::fs::read(&model_path).unwrap(),
+    );
+    let input_identity = identity(&src.join("weights.bin"));
     let out = tmp.path().join("out");
     std::fs::create_dir_all(&out).expect("mkdir");
+    let mut first = None;
     for _ in 0..2 {
         assert!(
             plan_command(&model_path, &out, &[])
@@ -251,16 +267,30 @@ fn external_data_is_linked_once_and_compared_after() {
                 .unwrap()
                 .success()
         );
-        let (a, b) = (
-            std::fs::metadata(src.join("weights.bin")).unwrap(),
-            std::fs::metadata(out.join("weights.bin")).unwrap(),
-        );
-        assert_eq!(
-            (a.dev(), a.ino()),
-            (b.dev(), b.ino()),
-            "a hard link, not a copy"
-        );
+        let written = identity(&out.join("weights.bin"));
+        // onnx's loader refuses data files with more than one link ("potential hardlink
+        // attack"), so the copy must be a file of its own, and the input must stay one too.
+        assert_eq!(written.2, 1, "the written data file has one link");
+        assert_ne!(written.1, input_identity.1, "a copy, not the input's file");
+        assert_eq!(identity(&src.join("weights.bin")), input_identity);
+        assert_eq!(std::fs::read(out.join("weights.bin")).unwrap(), weights);
+        // The second run finds identical bytes and keeps the file (same inode).
+        assert_eq!(*first.get_or_insert(written), written);
     }
+    // A hard link to the input's file (as earlier versions wrote) is replaced by a copy; the
+    // input keeps its bytes and is back to one link.
+    std::fs::remove_file(out.join("weights.bin")).unwrap();
+    std::fs::hard_link(src.join("weights.bin"), out.join("weights.bin")).unwrap();
+    assert!(
+        plan_command(&model_path, &out, &[])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(identity(&out.join("weights.bin")).2, 1);
+    assert_eq!(identity(&src.join("weights.bin")), input_identity);
+    assert_eq!(std::fs::read(src.join("weights.bin")).unwrap(), weights);
+    assert_eq!(std::fs::read(&model_path).unwrap(), input_model);
     // A copy with the same bytes is kept; one that differs is refused (exit 2), untouched.
     std::fs::remove_file(out.join("weights.bin")).unwrap();
     std::fs::copy(src.join("weights.bin"), out.join("weights.bin")).unwrap();
@@ -276,4 +306,24 @@ fn external_data_is_linked_once_and_compared_after() {
     let status = plan_command(&model_path, &out, &[]).status().unwrap();
     assert_eq!(status.code(), Some(2));
     assert_eq!(std::fs::read(out.join("weights.bin")).unwrap(), changed);
+    assert_eq!(std::fs::read(src.join("weights.bin")).unwrap(), weights);
+}
+
+#[test]
+fn model_written_with_external_data_loads_in_onnx() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).expect("mkdir");
+    let model_path = external_model(&src);
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    assert!(
+        plan_command(&model_path, &out, &[])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let written = out.join("m.memplan.onnx");
+    common::load_in_onnx(&written);
+    common::compare_in_onnxruntime(&model_path, &written);
 }

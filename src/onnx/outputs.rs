@@ -9,7 +9,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::io::{external_files, model_dir};
 use super::proto::ModelProto;
@@ -35,8 +35,6 @@ enum Content {
     Unnamed(File),
     /// A hidden temporary, renamed at commit (where `O_TMPFILE` is not available).
     Named(File, PathBuf),
-    /// A hard link to an existing file of the same filesystem.
-    Link(PathBuf),
 }
 
 impl Outputs {
@@ -69,7 +67,6 @@ impl Outputs {
         });
         match &mut self.staged.last_mut().expect("just pushed").content {
             Content::Unnamed(file) | Content::Named(file, _) => Ok(file),
-            Content::Link(_) => unreachable!("a file was just staged"),
         }
     }
 
@@ -88,9 +85,12 @@ impl Outputs {
     }
 
     /// Stages a model's external-data files next to an output model written in another folder,
-    /// so the written model's relative locations resolve: a hard link on the same filesystem,
-    /// else a copy. Existing identical files are kept (compared as streams); an existing file
-    /// that differs is an input error.
+    /// so the written model's relative locations resolve. Each is a new file with a link count
+    /// of one (onnx's loader refuses data files with several hard links): a reflink where the
+    /// filesystem shares blocks (btrfs, XFS), else a streamed copy, written and named like every
+    /// other output. An existing file with the same bytes is kept (compared as streams), unless
+    /// it is the input's own file under a second name, which is replaced by a copy; an existing
+    /// file that differs is an input error. The input's files are only read.
     pub fn external_data(&mut self, model: &ModelProto, from: &Path, to: &Path) -> Result<()> {
         let (src_dir, dst_dir) = (model_dir(from), model_dir(to));
         if fs::canonicalize(&src_dir).ok() == fs::canonicalize(&dst_dir).ok() {
@@ -98,7 +98,7 @@ impl Outputs {
         }
         for name in external_files(model) {
             let (src, dst) = (src_dir.join(&name), dst_dir.join(&name));
-            if dst.exists() {
+            if dst.exists() && !same_file(&src, &dst) {
                 if same_contents(&src, &dst).unwrap_or(false) {
                     continue;
                 }
@@ -111,15 +111,11 @@ impl Outputs {
             let dst_parent = model_dir(&dst);
             fs::create_dir_all(&dst_parent)
                 .map_err(|e| input_error!("{}: cannot create: {e}", dst_parent.display()))?;
-            if same_filesystem(&src, &dst_parent) {
-                self.staged.push(Staged {
-                    target: dst,
-                    content: Content::Link(src),
-                });
-            } else {
-                let mut from = File::open(&src)
-                    .map_err(|e| input_error!("{}: cannot read: {e}", src.display()))?;
-                io::copy(&mut from, self.file(&dst)?).map_err(|e| {
+            let mut from = File::open(&src)
+                .map_err(|e| input_error!("{}: cannot read: {e}", src.display()))?;
+            let to = self.file(&dst)?;
+            if !reflink(&from, to) {
+                io::copy(&mut from, to).map_err(|e| {
                     input_error!("{}: cannot copy external data: {e}", src.display())
                 })?;
             }
@@ -138,9 +134,8 @@ impl Outputs {
             .filter_map(|s| File::open(&s.target).ok())
             .collect();
         for staged in &self.staged {
-            if let Content::Unnamed(file) | Content::Named(file, _) = &staged.content {
-                start_writeback(file);
-            }
+            let (Content::Unnamed(file) | Content::Named(file, _)) = &staged.content;
+            start_writeback(file);
         }
         for staged in std::mem::take(&mut self.staged) {
             let target = &staged.target;
@@ -155,25 +150,6 @@ impl Outputs {
                     }
                     renamed.map_err(failed)?
                 }
-                Content::Link(source) => match fs::hard_link(&source, target) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        if !same_contents(&source, target).unwrap_or(false) {
-                            bail_input!(
-                                "{}: exists and differs from the model's external data {}",
-                                target.display(),
-                                source.display()
-                            );
-                        }
-                    }
-                    Err(_) => {
-                        let mut copy = Outputs::new();
-                        let mut from = File::open(&source)
-                            .with_context(|| format!("reading {}", source.display()))?;
-                        io::copy(&mut from, copy.file(target)?).map_err(failed)?;
-                        copy.commit()?;
-                    }
-                },
             }
         }
         Ok(())
@@ -327,18 +303,10 @@ fn link_unnamed(_file: &File, _target: &Path) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
-/// True when `a` and `b` hold the same bytes: the same file, or equal streams.
+/// True when `a` and `b` hold the same bytes, compared as streams a chunk at a time.
 fn same_contents(a: &Path, b: &Path) -> io::Result<bool> {
-    let (ma, mb) = (fs::metadata(a)?, fs::metadata(b)?);
-    if ma.len() != mb.len() {
+    if fs::metadata(a)?.len() != fs::metadata(b)?.len() {
         return Ok(false);
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if (ma.dev(), ma.ino()) == (mb.dev(), mb.ino()) {
-            return Ok(true);
-        }
     }
     const CHUNK: usize = 1 << 20;
     let (mut fa, mut fb) = (File::open(a)?, File::open(b)?);
@@ -366,13 +334,29 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
+/// True when `a` and `b` name the same file (hard links of one inode).
 #[cfg(unix)]
-fn same_filesystem(a: &Path, b: &Path) -> bool {
+fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    matches!((fs::metadata(a), fs::metadata(b)), (Ok(x), Ok(y)) if x.dev() == y.dev())
+    matches!((fs::metadata(a), fs::metadata(b)),
+        (Ok(x), Ok(y)) if (x.dev(), x.ino()) == (y.dev(), y.ino()))
 }
 
 #[cfg(not(unix))]
-fn same_filesystem(_a: &Path, _b: &Path) -> bool {
+fn same_file(_a: &Path, _b: &Path) -> bool {
+    false
+}
+
+/// Makes `to` (empty) share `from`'s blocks (`FICLONE`), where the filesystem can; false
+/// elsewhere, and `to` is then still empty. The clone is a file of its own (link count one).
+#[cfg(target_os = "linux")]
+fn reflink(from: &File, to: &File) -> bool {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: a plain system call on two open descriptors; a failure changes neither file.
+    unsafe { libc::ioctl(to.as_raw_fd(), libc::FICLONE, from.as_raw_fd()) == 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reflink(_from: &File, _to: &File) -> bool {
     false
 }

@@ -223,6 +223,40 @@ pub fn ort_python() -> Option<PathBuf> {
     })
 }
 
+/// Loads `model` with onnx's own loader, external data included (`onnx.load`, which refuses a
+/// data file outside the model's folder or with several hard links), and checks it with
+/// `onnx.checker.check_model(full_check=True)`; every initializer must come back with its data.
+pub fn load_in_onnx(model: &Path) {
+    let Some(python) = ort_python() else {
+        eprintln!(
+            "SKIPPED onnx.load of {}: no Python with onnx (run scripts/ort_check.sh once to \
+             create .ci/venv, or set MEMPLAN_PYTHON)",
+            model.display()
+        );
+        return;
+    };
+    let script = r#"
+import sys, onnx
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(sys.argv[1], full_check=True)
+empty = [t.name for t in m.graph.initializer if not onnx.numpy_helper.to_array(t).size]
+assert not empty, f"initializers without data: {empty}"
+print(f"onnx.load: {len(m.graph.initializer)} initializers with their data")
+"#;
+    let run = Command::new(python)
+        .args(["-c", script])
+        .arg(model)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout);
+    eprintln!("{said}");
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
 /// Runs both models in onnxruntime on the same random input and reports whether the outputs
 /// are bit-identical and the largest difference; every element must match within 1e-5 of the
 /// output's largest magnitude, and onnx.checker (full_check) must accept the rewritten model.
