@@ -98,6 +98,7 @@ fn run(name: &str, path: &std::path::Path, fixed: &[(&str, i64)], ranges: &[(&st
             work: WORK_PER_SECOND / 5,
             deadline: None,
             cancel: None,
+            progress: None,
         },
         ..PlanOptions::default()
     };

@@ -2,6 +2,7 @@
 //! annotated model.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
@@ -13,7 +14,7 @@ use crate::infer::{InferOptions, InferReport, infer_model};
 use crate::ir::Model;
 use crate::liveness::{Liveness, LivenessOptions, analyse_best};
 use crate::onnx::{decode_model, load_model, proto::ModelProto};
-use crate::plan::{self, Budget, PlanOptions, PlannerChoice, Problem};
+use crate::plan::{self, Budget, PlanOptions, PlannerChoice, Problem, Progress};
 use crate::split::{self, SplitChoice, SplitOptions};
 use crate::{bail_input, schedule, verify};
 
@@ -37,6 +38,8 @@ pub struct Options {
     pub modes: crate::modes::ModeOptions,
     /// Split the operators that set the peak into tiles (a rewrite of the model).
     pub split: SplitOptions,
+    /// Where the pass reports its phase and best arena for a display (never changes the plan).
+    pub progress: Option<Arc<Progress>>,
 }
 
 /// How the execution order is chosen.
@@ -60,6 +63,7 @@ impl Default for Options {
             schedule: ScheduleChoice::Stored,
             modes: crate::modes::ModeOptions::default(),
             split: SplitOptions::default(),
+            progress: None,
         }
     }
 }
@@ -293,6 +297,7 @@ fn plan_bytes(
     if let Some(work) = options.work {
         budget.work = work;
     }
+    budget.progress = options.progress.clone();
     let mut planned = match options.split.choice {
         SplitChoice::Off => plan_proto(path, proto, options, &budget)?,
         SplitChoice::Auto => plan_split(path, proto, options, &budget)?,
@@ -336,6 +341,7 @@ fn plan_split(
         Ok(planned)
     };
     let first = plan_trial(proto)?;
+    budget.report_phase("splitting");
     let split_options = SplitOptions {
         budget: options.modes.budget,
         ..options.split
@@ -385,6 +391,7 @@ fn plan_proto(
     let (liveness, method) = match options.schedule {
         ScheduleChoice::Stored => (stored_liveness, "stored"),
         ScheduleChoice::Memory => {
+            budget.report_phase("ordering");
             let mut score = |order: &[usize]| best_liveness(order).map(|l| bound(&l));
             let (best, _) = schedule::memory_order(graph, &stored, &mut score)?;
             if best.method == "stored" {

@@ -1,5 +1,5 @@
-//! Command-line conventions: `--version`, `plan --json` (one JSON object on stdout) and
-//! `plan --quiet` (nothing on stderr).
+//! Command-line conventions: `--version`, `plan --json` (one JSON object on stdout),
+//! `plan --quiet` (nothing on stderr) and the progress line on a terminal.
 
 mod common;
 
@@ -64,4 +64,92 @@ fn quiet_prints_nothing() {
     assert_eq!(run.status.code(), Some(0));
     assert!(run.stdout.is_empty() && run.stderr.is_empty());
     assert!(dir.path().join("r.memplan.json").exists());
+}
+
+/// `plan` with a tier search of about two seconds (its work allowance outlasts its
+/// `--search-time`) on bert_tiny, its terminal output read through `script`'s pseudo-terminal;
+/// `None` when `script` (util-linux) is missing.
+fn plan_on_a_terminal(dir: &std::path::Path, extra: &[&str]) -> Option<String> {
+    let model = root().join("models/bert_tiny.onnx");
+    let out = dir.join("bert.memplan.onnx");
+    let mut command = format!(
+        "{} plan {} -o {} --dim batch=4 --dim sequence=128 --split off \
+         --tier sram:655360:1:64 --tier dram:1GiB:200:8 --segment 6 \
+         --search-time 2 --search-work 1000000000000",
+        env!("CARGO_BIN_EXE_onnx-memplan"),
+        model.display(),
+        out.display()
+    );
+    for arg in extra {
+        command.push(' ');
+        command.push_str(arg);
+    }
+    let run = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .ok()?;
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    Some(String::from_utf8_lossy(&run.stdout).into_owned())
+}
+
+#[test]
+fn a_long_plan_on_a_terminal_shows_a_progress_line_unless_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(shown) = plan_on_a_terminal(dir.path(), &[]) else {
+        eprintln!("SKIPPED: `script` (util-linux) is not installed, no pseudo-terminal to test on");
+        return;
+    };
+    let redraws: Vec<&str> = shown
+        .split('\r')
+        .filter(|l| l.contains("onnx-memplan: tier search"))
+        .collect();
+    assert!(!redraws.is_empty(), "no progress line: {shown:?}");
+    assert!(
+        redraws
+            .iter()
+            .all(|l| l.contains("best arena") && l.contains(" s left")),
+        "{redraws:?}"
+    );
+    // The line is erased before the summary, which ends the output.
+    assert!(shown.trim_end().ends_with(")"), "{shown:?}");
+    assert!(shown.contains("\x1b[2Kbert_tiny.onnx: arena"), "{shown:?}");
+    let quiet = plan_on_a_terminal(dir.path(), &["--quiet"]).unwrap();
+    assert!(quiet.trim().is_empty(), "--quiet draws nothing: {quiet:?}");
+}
+
+#[test]
+fn a_long_plan_into_a_pipe_shows_no_progress_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = root().join("models/bert_tiny.onnx");
+    let out = dir.path().join("bert.memplan.onnx");
+    let run = run_cli(&[
+        "plan",
+        model.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--dim",
+        "batch=4",
+        "--dim",
+        "sequence=128",
+        "--split",
+        "off",
+        "--tier",
+        "sram:655360:1:64",
+        "--tier",
+        "dram:1GiB:200:8",
+        "--segment",
+        "6",
+        "--search-time",
+        "1.5",
+        "--search-work",
+        "1000000000000",
+    ]);
+    assert_eq!(run.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(stderr.lines().count(), 1, "only the summary: {stderr:?}");
+    assert!(!stderr.contains('\r') && !stderr.contains("tier search"));
 }

@@ -12,6 +12,7 @@ pub mod args;
 pub mod conformance;
 pub mod modes;
 pub mod plan;
+pub mod progress;
 pub mod shapes;
 pub mod solve;
 pub mod verify;

@@ -105,6 +105,7 @@ impl PlanArgs {
                 overhead_pct: self.split_overhead,
                 ..SplitOptions::default()
             },
+            progress: None,
         })
     }
 }
@@ -117,8 +118,10 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         .unwrap_or_else(|| sibling(&args.model, "memplan.onnx"));
     let table_path = args.table.clone().unwrap_or_else(|| table_beside(&output));
     refuse_overwrite(&args.model, &[&output, &table_path])?;
-    let options = args.options()?;
-    let mut planned = plan_model(&args.model, &options)?;
+    let mut options = args.options()?;
+    options.progress = super::progress::for_terminal(args.quiet);
+    let progress = options.progress.clone();
+    let mut planned = super::progress::show_while(progress, || plan_model(&args.model, &options))?;
     for line in &planned.report.disagreements {
         eprintln!("warning: {line}");
     }

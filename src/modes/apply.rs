@@ -44,6 +44,7 @@ impl ModeOptions {
         Budget {
             work: self.search_work.unwrap_or(timed.work),
             cancel: planning.cancel.clone(),
+            progress: planning.progress.clone(),
             ..timed
         }
     }
@@ -94,13 +95,15 @@ pub fn finish(
         sharing::annotate(liveness, shared, offsets, table);
     }
     if !modes.tiers.is_empty() {
+        let search = modes.search_budget(planning);
+        search.report_phase("tier search");
         let plan = plan_tiers(
             graph,
             &liveness.order,
             options,
             &modes.tiers,
             modes.segment,
-            &modes.search_budget(planning),
+            &search,
         )?;
         record_search(table, "hierarchy", plan.ended);
         table.arenas = plan.arenas;
@@ -137,13 +140,15 @@ pub fn finish(
                 apart = analyse_with(graph, liveness.order.clone(), options, &|_| false)?;
                 candidates.push(&apart);
             }
+            let search = modes.search_budget(planning);
+            search.report_phase("budget search");
             let (plan, liveness) = plan_budget(
                 graph,
                 &candidates,
                 options.alignment,
                 budget,
                 &modes.offload,
-                &modes.search_budget(planning),
+                &search,
             )?;
             for &(name, ended) in &plan.searches {
                 record_search(table, name, ended);

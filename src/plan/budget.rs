@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::progress::Progress;
+
 /// Work units a budget grants per second of time limit. `auto` spends at most about 2.4 times
 /// the budget on one core (each heuristic a quarter, the searches two thirds); on a loaded
 /// 2-core x86 machine (about 10 ns a unit) that is 0.3 to 0.7 of the time limit, so the
@@ -52,6 +54,8 @@ pub struct Budget {
     pub deadline: Option<Instant>,
     /// Set from another thread to stop every search at its next check.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Where the searches report their phase and the arenas they find (for a display only).
+    pub progress: Option<Arc<Progress>>,
 }
 
 impl Budget {
@@ -61,6 +65,7 @@ impl Budget {
             work: u64::MAX,
             deadline: None,
             cancel: None,
+            progress: None,
         }
     }
 
@@ -72,6 +77,7 @@ impl Budget {
             work,
             deadline: started.checked_add(limit),
             cancel: None,
+            progress: None,
         }
     }
 
@@ -106,6 +112,20 @@ impl Budget {
             cancel: self.cancel.clone(),
             since_check: 0,
             ended: None,
+        }
+    }
+
+    /// Reports entering `phase`, whose searches stop at this budget's deadline.
+    pub fn report_phase(&self, phase: &'static str) {
+        if let Some(progress) = &self.progress {
+            progress.phase(phase, self.deadline);
+        }
+    }
+
+    /// Reports an arena found.
+    pub fn report_arena(&self, arena: u64) {
+        if let Some(progress) = &self.progress {
+            progress.found(arena);
         }
     }
 
@@ -212,6 +232,7 @@ impl Meter {
             work: 0,
             deadline: self.deadline,
             cancel: self.cancel.clone(),
+            progress: None,
         }
         .stopped()
     }

@@ -16,6 +16,7 @@ mod parametric;
 mod place;
 mod portfolio;
 mod problem;
+pub mod progress;
 pub(crate) mod rng;
 pub mod synth;
 mod timeline;
@@ -29,6 +30,7 @@ pub use parametric::{
 };
 pub use portfolio::HEURISTICS;
 pub use problem::{Buffer, MAX_TOTAL, PlanError, Problem, Search, Solution};
+pub use progress::{Progress, Snapshot};
 pub use verify::{VerifyError, verify};
 
 /// Plans the problem with the chosen planner. Errors only on an invalid problem (zero alignment,

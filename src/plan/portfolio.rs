@@ -200,7 +200,9 @@ fn auto(problem: &Problem, options: &PlanOptions, bound: u64) -> Solution {
     } else {
         &HEURISTICS
     };
+    budget.report_phase("planning: heuristics");
     let best = best_heuristic(problem, heuristics, &budget.part(1, 4), bound);
+    budget.report_arena(best.arena);
     let met = options
         .capacity
         .is_some_and(|c| best.arena <= c || bound > c);
@@ -218,6 +220,7 @@ fn auto(problem: &Problem, options: &PlanOptions, bound: u64) -> Solution {
         }
         Err(search) => searches.push(search),
     };
+    budget.report_phase("planning: search");
     if nonvoid <= EXACT_ALONE_BUFFERS {
         take(Ok(exact(&budget.part(2, 3))));
     } else if nonvoid <= EXACT_MAX_BUFFERS {
@@ -232,6 +235,7 @@ fn auto(problem: &Problem, options: &PlanOptions, bound: u64) -> Solution {
     let winner = found
         .into_iter()
         .fold(best, |a, b| if b.arena < a.arena { b } else { a });
+    budget.report_arena(winner.arena);
     Solution {
         proven_optimal: winner.arena <= lower_bound,
         lower_bound,
