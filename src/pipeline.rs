@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
@@ -40,6 +41,10 @@ pub struct Options {
     pub split: SplitOptions,
     /// Where the pass reports its phase and best arena for a display (never changes the plan).
     pub progress: Option<Arc<Progress>>,
+    /// Set from another thread to stop the planner searches at their next check (the Python
+    /// API sets it on Ctrl-C); the pass then finishes with the best plans found so far, still
+    /// verified, and the table's `stats.searches` say `cancelled`.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// How the execution order is chosen.
@@ -64,6 +69,7 @@ impl Default for Options {
             modes: crate::modes::ModeOptions::default(),
             split: SplitOptions::default(),
             progress: None,
+            cancel: None,
         }
     }
 }
@@ -95,7 +101,8 @@ pub struct Timings {
 }
 
 impl Planned {
-    /// The one-line summary: arena, lower bound, naive bytes and the saving.
+    /// The one-line summary: arena, lower bound, naive bytes and the saving (of [`IN_MEMORY`]
+    /// for a model without a file).
     pub fn summary(&self) -> String {
         let s = &self.table.stats;
         let arena: u64 = self.table.arenas.iter().map(|a| a.bytes).sum();
@@ -114,7 +121,11 @@ impl Planned {
         };
         format!(
             "{}: arena {} bytes, lower bound {} bytes ({:.3}x), naive {} bytes, saving {saving:.1}% ({} tensors, planner {}{}{order}, {:.1} ms)",
-            self.table.model.file,
+            if self.table.model.file.is_empty() {
+                IN_MEMORY
+            } else {
+                &self.table.model.file
+            },
             arena,
             s.lower_bound_bytes,
             if s.lower_bound_bytes > 0 {
@@ -298,6 +309,7 @@ fn plan_bytes(
         budget.work = work;
     }
     budget.progress = options.progress.clone();
+    budget.cancel = options.cancel.clone();
     let mut planned = match options.split.choice {
         SplitChoice::Off => plan_proto(path, proto, options, &budget)?,
         SplitChoice::Auto => plan_split(path, proto, options, &budget)?,

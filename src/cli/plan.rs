@@ -106,8 +106,47 @@ impl PlanArgs {
                 ..SplitOptions::default()
             },
             progress: None,
+            cancel: None,
         })
     }
+}
+
+/// `plan`'s command line on its own, for callers that are not `onnx-memplan` (the Python API).
+#[derive(clap::Parser)]
+#[command(name = "onnx-memplan plan", no_binary_name = true)]
+struct PlanLine {
+    #[command(flatten)]
+    args: PlanArgs,
+}
+
+/// Parses `plan`'s arguments (the model, then flags) exactly as `onnx-memplan plan` does; a bad
+/// flag or value is an input error carrying the command line's one-line message.
+pub fn parse_args(args: &[String]) -> Result<PlanArgs> {
+    use clap::Parser;
+    PlanLine::try_parse_from(args)
+        .map(|line| line.args)
+        .map_err(|e| {
+            let text = e.to_string();
+            let line = text.lines().next().unwrap_or_default();
+            crate::input_error!("{}", line.trim_start_matches("error: "))
+        })
+}
+
+/// The long names of `plan`'s flags (`--dim`, `--alignment`, ...) with their default values
+/// (`None` for a flag without one), for checking that another front end (the Python API) offers
+/// every one with the same defaults.
+pub fn flag_defaults() -> Vec<(String, Option<String>)> {
+    use clap::CommandFactory;
+    PlanLine::command()
+        .get_arguments()
+        .filter_map(|a| {
+            let default = a
+                .get_default_values()
+                .first()
+                .map(|v| v.to_string_lossy().into_owned());
+            Some((format!("--{}", a.get_long()?), default))
+        })
+        .collect()
 }
 
 /// Runs `plan`; returns the exit code.

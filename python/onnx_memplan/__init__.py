@@ -1,0 +1,258 @@
+"""Static memory planning for ONNX models.
+
+    import onnx, onnxsim, onnx_memplan
+    model, _ = onnxsim.simplify(onnx.load("model.onnx"))
+    plan = onnx_memplan.plan(model, dims={"batch": 1})
+    print(plan.summary)
+    plan.save("model.memplan.onnx")      # and model.memplan.json beside it
+
+Every intermediate tensor gets a fixed offset in one arena, checked by an independent verifier
+before anything is returned. The table's format is docs/format.md of the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._options import plan_flags
+
+__all__ = ["plan", "verify", "shapes", "Plan", "InputError", "__version__"]
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("onnx-memplan")
+except Exception:  # pragma: no cover - running from a source tree without metadata
+    __version__ = "unknown"
+
+InputError = _native.InputError
+InputError.__module__ = __name__
+
+ModelLike = Any  # onnx.ModelProto | bytes | str | os.PathLike
+"""A model: an `onnx.ModelProto`, its serialized bytes, or a path to a `.onnx` file."""
+
+
+def _source(model: ModelLike, base_dir: Any) -> Tuple[Optional[str], Optional[bytes], Optional[str]]:
+    """(path, data, base_dir) for the binding."""
+    if isinstance(model, (str, os.PathLike)):
+        if base_dir is not None:
+            raise TypeError("base_dir is for a model given in memory; a file's external data is in its folder")
+        return os.fspath(model), None, None
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data = bytes(model)
+    elif hasattr(model, "SerializeToString"):
+        data = model.SerializeToString()
+    else:
+        raise TypeError(f"model must be an onnx.ModelProto, bytes or a path, not {type(model).__name__}")
+    return None, data, None if base_dir is None else os.fspath(base_dir)
+
+
+def _model_out(data: bytes) -> Any:
+    """An onnx.ModelProto when the onnx package is importable, else the bytes."""
+    try:
+        import onnx
+    except ImportError:
+        return data
+    return onnx.load_from_string(data)
+
+
+class Plan:
+    """A verified memory plan of a model (returned by :func:`plan`)."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        self._table: Optional[Dict[str, Any]] = None
+
+    @property
+    def table(self) -> Dict[str, Any]:
+        """The allocation table as a dict: exactly the JSON of `<stem>.memplan.json`."""
+        if self._table is None:
+            self._table = json.loads(self._native.table_json())
+        return self._table
+
+    @property
+    def model(self) -> Any:
+        """The annotated model (an onnx.ModelProto when onnx is importable, else bytes); its
+        metadata names the table `<stem>.memplan.json` (`<stem>`: the model file's, else
+        `model`)."""
+        model = _model_out(self._native.annotated())
+        self._table = None  # a split plan's table names the annotated model
+        return model
+
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes of all arenas together."""
+        return sum(a["bytes"] for a in self.table["arenas"])
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        """No arena is smaller for this order and these buffers."""
+        return int(self.table["stats"]["lower_bound_bytes"])
+
+    @property
+    def naive_bytes(self) -> int:
+        """Bytes without any reuse (each tensor in its own padded buffer)."""
+        return int(self.table["stats"]["naive_bytes"])
+
+    @property
+    def summary(self) -> str:
+        """The one-line summary the command line prints."""
+        return str(self._native.summary())
+
+    @property
+    def summary_dict(self) -> Dict[str, Any]:
+        """The summary as a dict (what `onnx-memplan plan --json` prints)."""
+        return dict(json.loads(self._native.summary_json()))
+
+    @property
+    def warnings(self) -> List[str]:
+        """Declared types that disagree with inference."""
+        return list(self._native.warnings())
+
+    def save(self, path: Union[str, "os.PathLike[str]"], table: Union[str, "os.PathLike[str]", None] = None) -> Tuple[str, str]:
+        """Writes the annotated model at `path` and the table (default: `<stem>.memplan.json`
+        beside it) as `onnx-memplan plan -o path` does; returns both paths."""
+        out, tab = self._native.save(os.fspath(path), None if table is None else os.fspath(table))
+        self._table = None  # a split plan's table now names the written model
+        return os.fspath(out), os.fspath(tab)
+
+    def svg(self, colour_by: str = "kind") -> str:
+        """The space-time diagram (steps across, addresses up) as SVG text; `colour_by` is
+        `"kind"` or `"tier"`."""
+        return str(self._native.svg(colour_by))
+
+    def html(self, colour_by: str = "kind") -> str:
+        """The HTML report: the summary, the diagram and the tables."""
+        return str(self._native.html(colour_by))
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        return f"<onnx_memplan.Plan: {self.summary}>"
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+def plan(
+    model: ModelLike,
+    *,
+    dims: Optional[Mapping[str, int]] = None,
+    input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    input_values: Optional[Mapping[str, Union[int, float, Sequence[Union[int, float]]]]] = None,
+    trust_value_info: bool = False,
+    schedule: str = "stored",
+    planner: str = "auto",
+    alignment: int = 64,
+    time_limit: float = 1.0,
+    work: Optional[int] = None,
+    inplace: bool = True,
+    alias: bool = True,
+    include_io: bool = True,
+    split: Optional[str] = None,
+    split_overhead: Optional[float] = None,
+    budget: Union[int, str, None] = None,
+    search_time: Optional[float] = None,
+    tiers: Optional[Sequence[Union[str, Sequence[Any]]]] = None,
+    segment: Optional[int] = None,
+    partition: Union[Mapping[str, Any], str, "os.PathLike[str]", None] = None,
+    base_dir: Union[str, "os.PathLike[str]", None] = None,
+) -> Plan:
+    """Plans a model's memory: every intermediate tensor at a fixed offset in one arena.
+
+    Runs the same pass as `onnx-memplan plan` (the README's "Commands and options"), and the
+    plan is checked by the independent verifier before it is returned. Each keyword is one
+    flag of the command line, with the same default:
+
+    - model: an onnx.ModelProto, its serialized bytes, or a path. A path's external data is
+      read from its folder; for a model in memory, from `base_dir` (default: the current folder).
+    - dims: symbolic dimension bindings, e.g. {"batch": 1} (--dim).
+    - input_shapes: whole input shapes, e.g. {"images": (1, 3, 224, 224)} (--input-shape).
+    - input_values: input values to fold, e.g. {"sr": 16000, "ids": [1, 2, 3]}
+      (--input-value); the plan then holds only for runs fed those values.
+    - trust_value_info: use declared types for operators without a shape rule.
+    - schedule: "stored" or "memory" (a memory-aware order with a lower peak).
+    - planner: "auto" (best of the portfolio) or one planner by name ("greedy-by-size", ...).
+    - alignment: every offset is a multiple of it, in bytes.
+    - time_limit: seconds the planning may take at most (a safety stop); work: work units the
+      planner searches may spend (default: 30 million per second of time_limit).
+    - inplace, alias: let elementwise outputs overwrite dying inputs / Reshape-like outputs and
+      Concat/Split slices share bytes (False: --no-inplace, --no-alias).
+    - include_io: place graph inputs and outputs in the arena (False: --exclude-io).
+    - split: "auto" or "off": tile the chains that set the peak (a rewrite of the model, kept
+      only when it helps; default "off", or "auto" with a budget); split_overhead: extra
+      multiply-accumulates the split may add, percent (default 10).
+    - budget: device bytes (an int, or a string such as "4MiB"): buffers wait in host memory
+      between uses.
+    - tiers: memory tiers, fastest first: "NAME:CAPACITY[:LATENCY:BANDWIDTH]" strings or tuples
+      such as ("sram", "2MiB", 1, 64); segment: steps per segment of the tier search (default
+      2); search_time: seconds for the tier or budget search (default 5).
+    - partition: compute units and node assignments, a dict in the format of the --partition
+      file, or that file's path.
+    - base_dir: the folder of a ModelProto's or bytes' external-data files.
+
+    Raises InputError (a ValueError) carrying the command line's one-line message for a bad
+    model or option, RuntimeError for an internal error. The GIL is released while planning.
+    Ctrl-C stops the planner searches at their next check and raises KeyboardInterrupt.
+    """
+    options = dict(
+        dims=dims,
+        input_shapes=input_shapes,
+        input_values=input_values,
+        trust_value_info=trust_value_info,
+        schedule=schedule,
+        planner=planner,
+        alignment=alignment,
+        time_limit=time_limit,
+        work=work,
+        inplace=inplace,
+        alias=alias,
+        include_io=include_io,
+        split=split,
+        split_overhead=split_overhead,
+        budget=budget,
+        search_time=search_time,
+        tiers=tiers,
+        segment=segment,
+        partition=partition,
+    )
+    path, data, base = _source(model, base_dir)
+    partition_json = json.dumps(dict(partition)) if isinstance(partition, Mapping) else None
+    native = _native.plan(path, data, base, plan_flags(options), partition_json)
+    return Plan(native)
+
+
+def verify(model: ModelLike, table: Union[Mapping[str, Any], str, "os.PathLike[str]"], *, base_dir: Union[str, "os.PathLike[str]", None] = None) -> List[str]:
+    """Checks an allocation table against a model with the independent verifier; returns the
+    problems found (empty when the plan is valid). `table` is a dict or a path to the JSON file.
+    The table must be for these exact bytes (its SHA-256)."""
+    path, data, base = _source(model, base_dir)
+    if isinstance(table, Mapping):
+        text = json.dumps(dict(table))
+    else:
+        with open(os.fspath(table), encoding="utf-8") as f:
+            text = f.read()
+    return list(_native.verify(path, data, base, text))
+
+
+def shapes(
+    model: ModelLike,
+    *,
+    dims: Optional[Mapping[str, int]] = None,
+    input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    input_values: Optional[Mapping[str, Union[int, float, Sequence[Union[int, float]]]]] = None,
+    trust_value_info: bool = False,
+    base_dir: Union[str, "os.PathLike[str]", None] = None,
+) -> Any:
+    """The model with every inferred type written in (graph outputs typed, a value_info entry
+    per intermediate), like onnx.shape_inference.infer_shapes; an onnx.ModelProto when onnx is
+    importable, else bytes."""
+    path, data, base = _source(model, base_dir)
+    flags = plan_flags(
+        dict(dims=dims, input_shapes=input_shapes, input_values=input_values, trust_value_info=trust_value_info)
+    )
+    return _model_out(_native.shapes(path, data, base, flags))
