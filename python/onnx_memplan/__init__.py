@@ -157,6 +157,7 @@ def plan(
     split_overhead: Optional[float] = None,
     budget: Union[int, str, None] = None,
     search_time: Optional[float] = None,
+    search_work: Optional[int] = None,
     tiers: Optional[Sequence[Union[str, Sequence[Any]]]] = None,
     segment: Optional[int] = None,
     partition: Union[Mapping[str, Any], str, "os.PathLike[str]", None] = None,
@@ -190,14 +191,17 @@ def plan(
       between uses.
     - tiers: memory tiers, fastest first: "NAME:CAPACITY[:LATENCY:BANDWIDTH]" strings or tuples
       such as ("sram", "2MiB", 1, 64); segment: steps per segment of the tier search (default
-      2); search_time: seconds for the tier or budget search (default 5).
+      2); search_time: seconds the tier or budget search may take at most (default 5, a safety
+      stop); search_work: work units it may spend (default: 30 million per second of
+      search_time).
     - partition: compute units and node assignments, a dict in the format of the --partition
       file, or that file's path.
     - base_dir: the folder of a ModelProto's or bytes' external-data files.
 
     Raises InputError (a ValueError) carrying the command line's one-line message for a bad
     model or option, RuntimeError for an internal error. The GIL is released while planning.
-    Ctrl-C stops the planner searches at their next check and raises KeyboardInterrupt.
+    Ctrl-C stops the planner, tier and budget searches at their next check and raises
+    KeyboardInterrupt.
     """
     options = dict(
         dims=dims,
@@ -216,6 +220,7 @@ def plan(
         split_overhead=split_overhead,
         budget=budget,
         search_time=search_time,
+        search_work=search_work,
         tiers=tiers,
         segment=segment,
         partition=partition,

@@ -105,6 +105,7 @@ PLAN_OPTIONS: Dict[str, Tuple[str, Any, Callable[[Any], List[str]]]] = {
     "split_overhead": ("--split-overhead", None, _value("--split-overhead")),
     "budget": ("--budget", None, _value("--budget")),
     "search_time": ("--search-time", None, _value("--search-time")),
+    "search_work": ("--search-work", None, _value("--search-work")),
     "tiers": ("--tier", None, _repeated("--tier")),
     "segment": ("--segment", None, _value("--segment")),
     "partition": ("--partition", None, _partition),
