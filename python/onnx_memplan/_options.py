@@ -26,72 +26,39 @@ def _switch_on(flag: str) -> Callable[[Any], List[str]]:
     return lambda v: [flag] if v else []
 
 
-def _bindings(flag: str) -> Callable[[Any], List[str]]:
-    """{"batch": 1} -> --dim batch=1 (a (lo, hi) pair is a range LO..HI)."""
-
-    def to_flags(mapping: Any) -> List[str]:
-        out: List[str] = []
-        for name, value in dict(mapping).items():
-            if isinstance(value, (tuple, list)):
-                value = "..".join(str(v) for v in value)
-            out += [flag, f"{name}={value}"]
-        return out
-
-    return to_flags
+def _joined(separator: str) -> Callable[[Any], str]:
+    """A value, or a sequence of values joined by `separator`, as one word."""
+    return lambda v: separator.join(str(x) for x in v) if isinstance(v, (tuple, list)) else str(v)
 
 
-def _shapes(flag: str) -> Callable[[Any], List[str]]:
-    """{"x": (1, 3, 224, 224)} -> --input-shape x=1x3x224x224 (() is a scalar)."""
-
-    def to_flags(mapping: Any) -> List[str]:
-        out: List[str] = []
-        for name, shape in dict(mapping).items():
-            dims = "x".join(str(int(d)) for d in shape) or "scalar"
-            out += [flag, f"{name}={dims}"]
-        return out
-
-    return to_flags
+def _shape(shape: Any) -> str:
+    """(1, 3, 224, 224) -> 1x3x224x224; () is a scalar."""
+    return "x".join(str(int(d)) for d in shape) or "scalar"
 
 
-def _values(flag: str) -> Callable[[Any], List[str]]:
-    """{"sr": 16000, "ids": [1, 2, 3]} -> --input-value sr=16000 --input-value ids=1,2,3."""
-
-    def to_flags(mapping: Any) -> List[str]:
-        out: List[str] = []
-        for name, value in dict(mapping).items():
-            if isinstance(value, (tuple, list)):
-                value = ",".join(str(v) for v in value)
-            out += [flag, f"{name}={value}"]
-        return out
-
-    return to_flags
+def _named(flag: str, word: Callable[[Any], str]) -> Callable[[Any], List[str]]:
+    """{"batch": 1} -> --dim batch=1: a repeated flag, one per name of a mapping."""
+    return lambda mapping: [x for name, value in dict(mapping).items() for x in (flag, f"{name}={word(value)}")]
 
 
-def _repeated(flag: str) -> Callable[[Any], List[str]]:
+def _repeated(flag: str, word: Callable[[Any], str]) -> Callable[[Any], List[str]]:
     """["sram:2MiB:1:64", ("dram", "1GiB", 200, 8)] -> --tier sram:2MiB:1:64 --tier dram:1GiB:200:8."""
-
-    def to_flags(items: Any) -> List[str]:
-        out: List[str] = []
-        for item in items:
-            if not isinstance(item, str):
-                item = ":".join(str(part) for part in item)
-            out += [flag, item]
-        return out
-
-    return to_flags
+    return lambda items: [x for item in items for x in (flag, word(item))]
 
 
 def _partition(value: Any) -> List[str]:
     # A dict is passed to the binding as JSON text (see plan()); a path is the CLI's file.
-    return [] if isinstance(value, Mapping) else ["--partition", os.fspath(value)]
+    return [] if isinstance(value, Mapping) else [f"--partition={os.fspath(value)}"]
 
 
 #: keyword -> (the CLI flag, the keyword's default, how a value becomes flags).
 #: A keyword left at None is not passed, so the command line's default applies.
 PLAN_OPTIONS: Dict[str, Tuple[str, Any, Callable[[Any], List[str]]]] = {
-    "dims": ("--dim", None, _bindings("--dim")),
-    "input_shapes": ("--input-shape", None, _shapes("--input-shape")),
-    "input_values": ("--input-value", None, _values("--input-value")),
+    # {"batch": 1}, or a range {"sequence": (1, 512)} -> sequence=1..512
+    "dims": ("--dim", None, _named("--dim", _joined(".."))),
+    "input_shapes": ("--input-shape", None, _named("--input-shape", _shape)),
+    # {"sr": 16000, "ids": [1, 2, 3]} -> sr=16000, ids=1,2,3
+    "input_values": ("--input-value", None, _named("--input-value", _joined(","))),
     "trust_value_info": ("--trust-value-info", False, _switch_on("--trust-value-info")),
     "schedule": ("--schedule", "stored", _value("--schedule")),
     "planner": ("--planner", "auto", _value("--planner")),
@@ -106,7 +73,7 @@ PLAN_OPTIONS: Dict[str, Tuple[str, Any, Callable[[Any], List[str]]]] = {
     "budget": ("--budget", None, _value("--budget")),
     "search_time": ("--search-time", None, _value("--search-time")),
     "search_work": ("--search-work", None, _value("--search-work")),
-    "tiers": ("--tier", None, _repeated("--tier")),
+    "tiers": ("--tier", None, _repeated("--tier", _joined(":"))),
     "segment": ("--segment", None, _value("--segment")),
     "partition": ("--partition", None, _partition),
 }

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_memplan
 from onnx_memplan import _native
-from onnx_memplan._options import OUTPUT_FLAGS, PLAN_OPTIONS
+from onnx_memplan._options import OUTPUT_FLAGS, PLAN_OPTIONS, plan_flags
 
 ROOT = Path(os.environ.get("MEMPLAN_ROOT", Path(__file__).resolve().parents[2]))
 MODELS = sorted(p for p in (ROOT / "models").glob("*.onnx") if ".memplan." not in p.name)
@@ -117,6 +117,51 @@ def same_value(a, b):
         return float(a) == float(b)
     except ValueError:
         return a == b
+
+
+def test_keywords_become_the_cli_flags():
+    # Written by hand from the README's flags.
+    flags = plan_flags(dict(
+        dims={"batch": 1, "sequence": (1, 512)},
+        input_shapes={"x": (1, 3, 8, 8), "s": ()},
+        input_values={"sr": 16000, "ids": [1, 2, 3]},
+        time_limit=-1,
+        inplace=False,
+        trust_value_info=True,
+        tiers=["sram:2MiB:1:64", ("dram", "1GiB", 200, 8)],
+        partition="units.json",
+    ))
+    assert flags == [
+        "--dim", "batch=1", "--dim", "sequence=1..512",
+        "--input-shape", "x=1x3x8x8", "--input-shape", "s=scalar",
+        "--input-value", "sr=16000", "--input-value", "ids=1,2,3",
+        "--time-limit=-1", "--no-inplace", "--trust-value-info",
+        "--tier", "sram:2MiB:1:64", "--tier", "dram:1GiB:200:8",
+        "--partition=units.json",
+    ]
+
+
+def test_input_values_fold_a_reshape_like_the_cli(tmp_path):
+    """Reshape(x, shape) with `shape` a graph input: its output size is unknown until the
+    value is bound (worked by hand: 16 floats as 2x8, 64 bytes)."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Relu", ["r"], ["y"])],
+        "reshape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    path = tmp_path / "reshape.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with pytest.raises(onnx_memplan.InputError):
+        onnx_memplan.plan(path)
+    plan = onnx_memplan.plan(path, input_values={"shape": [2, 8]})
+    table = schema_checked(plan.table)
+    assert table["options"]["input_values"] == {"shape": "2,8"}
+    assert {t["name"]: t["shape"] for t in table["tensors"]}["y"] == [2, 8]
+    run = cli("plan", path, "-o", tmp_path / "cli.memplan.onnx", "--input-value", "shape=2,8")
+    assert run.returncode == 0, run.stderr
+    assert json.loads((tmp_path / "cli.memplan.json").read_text()) == table
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
