@@ -20,15 +20,7 @@ fn json_summary_is_one_object_matching_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let model = root().join("models/resnet_small.onnx");
     let out = dir.path().join("r.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        model.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--dim",
-        "batch=1",
-        "--json",
-    ]);
+    let run = plan_to(&model, &out, &["--dim", "batch=1", "--json"]);
     assert_eq!(run.status.code(), Some(0));
     let stdout = String::from_utf8(run.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
@@ -52,35 +44,43 @@ fn quiet_prints_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let model = root().join("models/resnet_small.onnx");
     let out = dir.path().join("r.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        model.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--dim",
-        "batch=1",
-        "--quiet",
-    ]);
+    let run = plan_to(&model, &out, &["--dim", "batch=1", "--quiet"]);
     assert_eq!(run.status.code(), Some(0));
     assert!(run.stdout.is_empty() && run.stderr.is_empty());
     assert!(dir.path().join("r.memplan.json").exists());
 }
 
-/// `plan` with a tier search of about two seconds (its work allowance outlasts its
-/// `--search-time`) on bert_tiny, its terminal output read through `script`'s pseudo-terminal;
-/// `None` when `script` (util-linux) is missing.
+/// Options for a tier search on bert_tiny (with [`BERT_128_UNSPLIT`]) that runs until its
+/// `--search-time` (its work allowance outlasts it).
+const LONG_TIER_SEARCH: [&str; 10] = [
+    "--tier",
+    "sram:655360:1:64",
+    "--tier",
+    "dram:1GiB:200:8",
+    "--segment",
+    "6",
+    "--search-time",
+    "2",
+    "--search-work",
+    "1000000000000",
+];
+
+/// `plan` with [`LONG_TIER_SEARCH`] plus `extra`, its terminal output read through `script`'s
+/// pseudo-terminal; `None` when `script` (util-linux) is missing.
 fn plan_on_a_terminal(dir: &std::path::Path, extra: &[&str]) -> Option<String> {
     let model = root().join("models/bert_tiny.onnx");
     let out = dir.join("bert.memplan.onnx");
     let mut command = format!(
-        "{} plan {} -o {} --dim batch=4 --dim sequence=128 --split off \
-         --tier sram:655360:1:64 --tier dram:1GiB:200:8 --segment 6 \
-         --search-time 2 --search-work 1000000000000",
+        "{} plan {} -o {}",
         env!("CARGO_BIN_EXE_onnx-memplan"),
         model.display(),
         out.display()
     );
-    for arg in extra {
+    for arg in BERT_128_UNSPLIT
+        .iter()
+        .chain(&LONG_TIER_SEARCH)
+        .chain(extra)
+    {
         command.push(' ');
         command.push_str(arg);
     }
@@ -125,31 +125,13 @@ fn a_long_plan_on_a_terminal_shows_a_progress_line_unless_quiet() {
 fn a_long_plan_into_a_pipe_shows_no_progress_line() {
     let dir = tempfile::tempdir().unwrap();
     let model = root().join("models/bert_tiny.onnx");
-    let out = dir.path().join("bert.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        model.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--dim",
-        "batch=4",
-        "--dim",
-        "sequence=128",
-        "--split",
-        "off",
-        "--tier",
-        "sram:655360:1:64",
-        "--tier",
-        "dram:1GiB:200:8",
-        "--segment",
-        "6",
-        "--search-time",
-        "1.5",
-        "--search-work",
-        "1000000000000",
-    ]);
-    assert_eq!(run.status.code(), Some(0));
+    let args: Vec<&str> = BERT_128_UNSPLIT
+        .into_iter()
+        .chain(LONG_TIER_SEARCH)
+        .collect();
+    let run = plan_to(&model, &dir.path().join("bert.memplan.onnx"), &args);
     let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "only the summary: {stderr:?}");
     assert!(!stderr.contains('\r') && !stderr.contains("tier search"));
 }

@@ -126,20 +126,8 @@ fn solve_cut_by_its_work_budget_gives_the_same_offsets_at_one_and_two_threads() 
 fn mode_searches_cut_by_their_work_budget_write_the_same_bytes() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let model = common::root().join("models/bert_tiny.onnx");
-    let bound = [
-        "--dim",
-        "batch=4",
-        "--dim",
-        "sequence=128",
-        "--split",
-        "off",
-        "--search-time",
-        "120",
-        "--search-work",
-        "3000000",
-    ];
-    // At these sizes the flat plan needs 2,621,440 B and no step reads and writes more than
-    // 2,097,152 B, so 2,200,000 B needs the offload search; a 640 KiB SRAM holds a quarter.
+    let bound = ["--search-time", "120", "--search-work", "3000000"];
+    // 2,200,000 B needs the offload search; a 640 KiB SRAM holds a quarter of the flat plan.
     let modes: [(&str, &[&str]); 2] = [
         ("offload-spill", &["--budget", "2200000"]),
         (
@@ -161,6 +149,7 @@ fn mode_searches_cut_by_their_work_budget_write_the_same_bytes() {
             std::fs::create_dir(&dir).unwrap();
             let out = dir.join("bert.memplan.onnx");
             let mut args = vec!["plan", model.to_str().unwrap(), "-o", out.to_str().unwrap()];
+            args.extend(common::BERT_128_UNSPLIT);
             args.extend(bound);
             args.extend(mode);
             let o = run(&args, threads);

@@ -12,26 +12,26 @@ fn diagram_and_report_are_written() {
     let model = root().join("models/bert_tiny.onnx");
     let (svg, html) = (dir.path().join("b.svg"), dir.path().join("b.html"));
     let out = dir.path().join("b.memplan.onnx");
-    let run = run_cli(&[
-        "plan",
-        model.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--dim",
-        "batch=1",
-        "--dim",
-        "sequence=16",
-        "--tier",
-        "sram:32KiB:1:64",
-        "--tier",
-        "dram:1GiB:200:8",
-        "--svg",
-        svg.to_str().unwrap(),
-        "--html",
-        html.to_str().unwrap(),
-        "--colour-by",
-        "tier",
-    ]);
+    let run = plan_to(
+        &model,
+        &out,
+        &[
+            "--dim",
+            "batch=1",
+            "--dim",
+            "sequence=16",
+            "--tier",
+            "sram:32KiB:1:64",
+            "--tier",
+            "dram:1GiB:200:8",
+            "--svg",
+            svg.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+            "--colour-by",
+            "tier",
+        ],
+    );
     assert!(
         run.status.success(),
         "{}",

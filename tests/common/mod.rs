@@ -173,6 +173,25 @@ pub fn chain_model() -> ModelProto {
     })
 }
 
+/// bert_tiny at batch 4 × 128 tokens, unsplit: its flat plan needs 2,621,440 B and no step
+/// reads and writes more than 2,097,152 B, so smaller budgets and tiers need the modes'
+/// searches.
+pub const BERT_128_UNSPLIT: [&str; 6] = [
+    "--dim",
+    "batch=4",
+    "--dim",
+    "sequence=128",
+    "--split",
+    "off",
+];
+
+/// Runs `plan <model> -o <out>` plus `extra` (through [`run_cli`]).
+pub fn plan_to(model: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["plan", model.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend(extra);
+    run_cli(&args)
+}
+
 /// Writes `model` as `<dir>/<stem>.onnx` and plans it (`-o <stem>.memplan.onnx` plus `extra`);
 /// asserts the run succeeds and returns the model's path and the table's.
 pub fn plan_written(
@@ -183,10 +202,7 @@ pub fn plan_written(
 ) -> (PathBuf, PathBuf) {
     let path = dir.join(format!("{stem}.onnx"));
     write_model(model, &path);
-    let out = dir.join(format!("{stem}.memplan.onnx"));
-    let mut args = vec!["plan", path.to_str().unwrap(), "-o", out.to_str().unwrap()];
-    args.extend(extra);
-    let run = run_cli(&args);
+    let run = plan_to(&path, &dir.join(format!("{stem}.memplan.onnx")), extra);
     assert!(
         run.status.success(),
         "{stem}: {}",
