@@ -9,47 +9,15 @@
 //!
 //! Run: `cargo bench --bench models`
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::time::Instant;
 
 use onnx_memplan::liveness::LivenessOptions;
 use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
 use onnx_memplan::plan::PlannerChoice;
 use prost::Message;
-
-fn model_files() -> Vec<PathBuf> {
-    let mut dirs = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models")];
-    if let Ok(extra) = std::env::var("MEMPLAN_BENCH_MODELS") {
-        dirs.extend(
-            extra
-                .split(':')
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from),
-        );
-    }
-    let mut files = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            eprintln!("skipping {}: not a folder", dir.display());
-            continue;
-        };
-        let mut list: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let n = p
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                n.ends_with(".onnx") && !n.contains(".memplan.")
-            })
-            .collect();
-        list.sort();
-        files.extend(list);
-    }
-    files
-}
 
 fn options(planner: PlannerChoice, sharing: bool, schedule: ScheduleChoice) -> Options {
     let mut o = Options {
@@ -110,7 +78,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut ratios = Vec::new();
-    for path in model_files() {
+    for path in common::model_files() {
         let name = path
             .file_name()
             .unwrap_or_default()
