@@ -48,7 +48,7 @@ const WORK_PER_BLOCK: u64 = 3;
 /// Runs the initial placement and the improvement search with `segment` steps per segment,
 /// from S1's initial placement and, when it is cheaper, from the density seed (see
 /// `density_seed`); keeps the better result. The two runs share `budget`'s work (each scored
-/// placement costs [`placement_work`]); when it is spent or a safety stop fires, the search
+/// placement costs `placement_work`); when it is spent or a safety stop fires, the search
 /// keeps the best state so far.
 pub fn improve(h: &Hierarchy, segment: usize, budget: &Budget) -> Result<Outcome, Stuck> {
     let choices = vec![Choice::default(); h.blocks.len()];
