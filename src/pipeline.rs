@@ -342,6 +342,15 @@ fn plan_split(
     options: &Options,
     budget: &Budget,
 ) -> Result<Planned> {
+    // Split tiles land in their chain's output as strided views (where that lowers the
+    // bound; see `liveness::analyse_best`).
+    let options = &Options {
+        liveness: LivenessOptions {
+            strided: options.liveness.alias,
+            ..options.liveness
+        },
+        ..options.clone()
+    };
     let trial = Options {
         modes: crate::modes::ModeOptions::default(),
         ..options.clone()

@@ -129,10 +129,7 @@ fn attention_in_four_query_row_blocks() {
     let rewritten = rewrite_rows(&proto, graph, &order, &chain, &blocks, "split1");
     assert!(rewritten.copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("attention.split.onnx");
-    {
-        use prost::Message;
-        std::fs::write(&split, rewritten.model.encode_to_vec()).unwrap();
-    }
+    write_model(&rewritten.model, &split);
     // Each block's scores are [1,2,4,16] (worked above), never the whole [1,2,16,16].
     let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
     let softmax: Vec<Vec<i64>> = blocked
@@ -148,18 +145,7 @@ fn attention_in_four_query_row_blocks() {
     assert!(blocked.graph.value("scores").is_none());
 
     // The rewritten model plans and verifies like any other.
-    let plan = common::run_cli(&[
-        "plan",
-        split.to_str().unwrap(),
-        "-o",
-        dir.path().join("p.onnx").to_str().unwrap(),
-    ]);
-    assert!(
-        plan.status.success(),
-        "{}",
-        String::from_utf8_lossy(&plan.stderr)
-    );
-    compare_in_onnxruntime(&original, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
 }
 
 /// `plan --split auto` on the block at 128 tokens: the scores ([1,2,128,128], 128 KiB) set the

@@ -133,23 +133,9 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     let rewritten = rewrite(&proto, graph, &order, &chain, &tiling, "split1");
     assert!(rewritten.copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("residual_chain.split.onnx");
-    {
-        use prost::Message;
-        std::fs::write(&split, rewritten.model.encode_to_vec()).unwrap();
-    }
+    write_model(&rewritten.model, &split);
     // The rewritten model plans and verifies like any other.
-    let plan = common::run_cli(&[
-        "plan",
-        split.to_str().unwrap(),
-        "-o",
-        dir.path().join("p.onnx").to_str().unwrap(),
-    ]);
-    assert!(
-        plan.status.success(),
-        "{}",
-        String::from_utf8_lossy(&plan.stderr)
-    );
-    compare_in_onnxruntime(&original, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
 }
 
 /// `plan --split auto` on a wider chain: the table's `model` is the annotated (rewritten)
@@ -419,4 +405,157 @@ fn every_window_form_tiles_exactly() {
         eprintln!("{}:", form.name);
         compare_in_onnxruntime(&path, &split);
     }
+}
+
+/// A chain whose output outweighs its intermediates: X[1,4,32,32] → Conv 3×3 pad 1 (16
+/// channels) → Relu → Conv 3×3 pad 1 (64 channels) → Y[1,64,32,32] (256 KiB) →
+/// GlobalAveragePool → Z. Unsplit, the last Conv holds the Relu's 64 KiB and Y's 256 KiB
+/// (320 KiB). Split with a plain Concat, the tiles' results (256 KiB in all) and Y coexist at
+/// the Concat (512 KiB): no gain. Only with the tiles written into Y in place does the split
+/// pay: Y plus X (16 KiB) plus one tile's Relu.
+fn expanding_chain() -> ModelProto {
+    model(GraphProto {
+        name: Some("expanding_chain".into()),
+        node: vec![
+            conv("x", "w1", "c1", 1),
+            node("Relu", &["c1"], &["r1"]),
+            conv("r1", "w2", "y", 1),
+            node("GlobalAveragePool", &["y"], &["z"]),
+        ],
+        input: vec![float_info("x", &[1, 4, 32, 32])],
+        output: vec![float_info("z", &[1, 64, 1, 1])],
+        initializer: vec![
+            weights("w1", &[16, 4, 3, 3], 1.0),
+            weights("w2", &[64, 16, 3, 3], 2.0),
+        ],
+        ..Default::default()
+    })
+}
+
+/// The tiles' results land in the chain's output as strided views. Worked by hand: Y is
+/// [1,64,32,32] float32, row-major strides 64·32·32·4 = 262144, 32·32·4 = 4096, 32·4 = 128
+/// and 4 bytes. A tile making rows [h0,h1) and columns [w0,w1) of Y is a view with Y's
+/// strides starting h0·128 + w0·4 bytes into Y: directly when the grid has one row or one
+/// column of tiles, else w0·4 bytes into its row strip (itself a view of Y starting h0·128
+/// bytes in). The Concats then move nothing, so the arena falls below the unsplit 320 KiB
+/// (see [`expanding_chain`]); the table verifies against the annotated model, which gives the
+/// original's output in onnxruntime.
+#[test]
+fn split_tiles_are_strided_views_of_the_chain_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table) = common::plan_written(
+        dir.path(),
+        "expanding_chain",
+        &expanding_chain(),
+        &["--split", "auto", "--split-overhead", "50"],
+    );
+    let t = common::read_table(&table);
+    let splits = t.splits.as_ref().unwrap();
+    assert!(splits.arena_after < 320 * 1024, "{splits:?}");
+    let chain = &splits.chains[0];
+    assert_eq!(chain.output, "y");
+    let [rows, cols] = chain.grid;
+    assert!(rows * cols > 1, "{chain:?}");
+    let entry = |name: &str| {
+        t.tensors
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("no entry '{name}'"))
+    };
+    let y = entry("y");
+    let y_strides = vec![262144, 4096, 128, 4];
+    for (k, region) in chain.tiles.iter().enumerate() {
+        let [[h0, _], [w0, _]] = *region;
+        let (r, c) = (k / cols, k % cols);
+        let tile = entry(&format!("y/split1/t{r}_{c}"));
+        assert_eq!(tile.strides.as_ref(), Some(&y_strides), "{tile:?}");
+        let start = (h0 * 128 + w0 * 4) as u64;
+        assert_eq!(tile.offset, Some(y.offset.unwrap() + start), "{tile:?}");
+        if rows > 1 && cols > 1 {
+            let strip = entry(&format!("y/split1/row{r}"));
+            assert_eq!(tile.alias_of.as_deref(), Some(strip.name.as_str()));
+            assert_eq!(tile.alias_offset, Some(w0 as u64 * 4));
+            assert_eq!(strip.alias_of.as_deref(), Some("y"));
+            assert_eq!(strip.alias_offset, Some(h0 as u64 * 128));
+            assert_eq!(strip.strides.as_ref(), Some(&y_strides));
+        } else {
+            assert_eq!(tile.alias_of.as_deref(), Some("y"));
+            assert_eq!(tile.alias_offset, Some(start));
+        }
+    }
+    let annotated = dir.path().join("expanding_chain.memplan.onnx");
+    let check = common::run_cli(&[
+        "verify",
+        annotated.to_str().unwrap(),
+        table.to_str().unwrap(),
+    ]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    compare_in_onnxruntime(&path, &annotated);
+}
+
+/// The verifier's checks of strided views, each on a hand-made bad copy of the table of
+/// [`split_tiles_are_strided_views_of_the_chain_output`]: a tile moved onto its neighbour (two
+/// views of one strip sharing elements), a tile whose W stride is doubled so it reaches past
+/// its strip, a tile claiming its own row-major layout inside the strip, and the model input
+/// (live while the tiles are made) moved onto the first tile's elements.
+#[test]
+fn verify_refuses_bad_strided_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, table) = common::plan_written(
+        dir.path(),
+        "expanding_chain",
+        &expanding_chain(),
+        &["--split", "auto", "--split-overhead", "50"],
+    );
+    let annotated = dir.path().join("expanding_chain.memplan.onnx");
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table).unwrap()).unwrap();
+    let chain = &good["splits"]["chains"][0];
+    assert!(
+        chain["grid"][0].as_u64().unwrap() > 1 && chain["grid"][1].as_u64().unwrap() > 1,
+        "a grid of several rows and columns: {chain}"
+    );
+    let position = |name: &str| {
+        good["tensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no entry '{name}'"))
+    };
+    let refuse = |edit: &dyn Fn(&mut serde_json::Value), needle: &str| {
+        let mut bad = good.clone();
+        edit(&mut bad["tensors"]);
+        let path = dir.path().join("bad.memplan.json");
+        std::fs::write(&path, serde_json::to_string(&bad).unwrap()).unwrap();
+        common::assert_verify_refuses(&annotated, &path, needle);
+    };
+    let (t00, t01) = (position("y/split1/t0_0"), position("y/split1/t0_1"));
+    refuse(
+        &|t| {
+            t[t01]["offset"] = t[t00]["offset"].clone();
+            t[t01]["alias_offset"] = t[t00]["alias_offset"].clone();
+        },
+        "views 'y/split1/t0_0' and 'y/split1/t0_1' of one tensor are both live",
+    );
+    // The strip's last tile: doubling its W stride takes its last column past the strip's.
+    let cols = chain["grid"][1].as_u64().unwrap();
+    let last = position(&format!("y/split1/t0_{}", cols - 1));
+    refuse(
+        &|t| t[last]["strides"][3] = serde_json::json!(8),
+        "the view reaches past its parent",
+    );
+    refuse(
+        &|t| t[t00]["strides"] = serde_json::json!([65536, 1024, 64, 4]),
+        "are not the parent's",
+    );
+    let x = position("x");
+    refuse(
+        &|t| t[x]["offset"] = t[t00]["offset"].clone(),
+        "tensors 'x' and 'y/split1/t0_0' are both live",
+    );
 }

@@ -94,6 +94,7 @@ impl PlanArgs {
                 alias: !self.no_alias,
                 include_io: !self.exclude_io,
                 alignment: self.alignment,
+                strided: false,
             },
             planner: self.planner,
             time_limit: Duration::from_secs_f64(self.time_limit),

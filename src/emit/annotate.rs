@@ -69,6 +69,10 @@ fn set_plan_metadata(vi: &mut ValueInfoProto, entry: &TensorEntry) {
     if let Some(of) = &entry.alias_of {
         meta.push(("memplan.alias_of".to_string(), of.clone()));
     }
+    if let Some(strides) = &entry.strides {
+        let text: Vec<String> = strides.iter().map(u64::to_string).collect();
+        meta.push(("memplan.strides".to_string(), text.join(",")));
+    }
     set_entries(&mut vi.metadata_props, meta);
 }
 

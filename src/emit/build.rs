@@ -32,11 +32,14 @@ pub fn tensor_entries(
             let value = &graph.values[t.value];
             let tensor = value.tensor_type();
             let offset = offsets[i];
-            let (inplace_of, alias_of, alias_offset) = match liveness.sharing[i] {
+            let (inplace_of, mut alias_of, mut alias_offset) = match liveness.sharing[i] {
                 Some(Sharing::InPlace { of }) => (Some(name_of(of)), None, None),
                 Some(Sharing::Alias { of, offset }) => (None, Some(name_of(of)), offset),
                 None => (None, None, None),
             };
+            if let Some((of, offset)) = liveness.part_of[i] {
+                (alias_of, alias_offset) = (Some(name_of(of)), Some(offset));
+            }
             TensorEntry {
                 name: value.name.clone(),
                 dtype: tensor.map(|t| t.dtype.name().to_string()),
@@ -50,6 +53,7 @@ pub fn tensor_entries(
                 inplace_of,
                 alias_of,
                 alias_offset,
+                strides: liveness.strides[i].clone(),
                 placement: Default::default(),
             }
         })

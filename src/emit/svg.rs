@@ -605,6 +605,7 @@ pub(crate) mod fixtures {
             inplace_of: None,
             alias_of: None,
             alias_offset: None,
+            strides: None,
             placement: Default::default(),
         }
     }

@@ -393,6 +393,9 @@ pub struct TensorEntry {
     /// Bytes from the start of `alias_of` (slice aliases only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias_offset: Option<u64>,
+    /// Byte strides per axis of a tensor laid out as a strided view (absent: row-major).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strides: Option<Vec<u64>>,
     /// Placement extras of the advanced modes (partition units, stored dtype).
     #[serde(flatten)]
     pub placement: UnitPlacement,
@@ -519,8 +522,24 @@ pub fn offset_at(runs: &[Run], step: usize) -> Option<u64> {
 }
 
 impl TensorEntry {
-    /// Bytes the tensor occupies in its arena: `stored_bytes` when set, else `bytes`.
+    /// Bytes the tensor occupies in its arena: a strided view's footprint, else
+    /// `stored_bytes` when set, else `bytes`.
     pub fn extent(&self) -> u64 {
+        if let (Some(strides), Some(shape), Some(bytes)) = (&self.strides, &self.shape, self.bytes)
+        {
+            // A strided view spans from its first element to the end of its last.
+            let count: i64 = shape.iter().product();
+            if count <= 0 {
+                return 0;
+            }
+            let elem = bytes / count as u64;
+            let reach: u64 = shape
+                .iter()
+                .zip(strides)
+                .map(|(&d, &s)| (d as u64 - 1) * s)
+                .sum();
+            return reach + elem;
+        }
         self.placement.stored_bytes.or(self.bytes).unwrap_or(0)
     }
 }

@@ -41,13 +41,14 @@ pub fn analyse_best(
                     .filter_map(|&v| analyser.tensor(v))
             };
             let formed = tensors().any(|t| {
-                matches!(
-                    all.sharing[t],
-                    Some(Sharing::Alias {
-                        offset: Some(_),
-                        ..
-                    })
-                )
+                all.part_of[t].is_some()
+                    || matches!(
+                        all.sharing[t],
+                        Some(Sharing::Alias {
+                            offset: Some(_),
+                            ..
+                        })
+                    )
             });
             let largest = tensors()
                 .map(|t| all.tensors[t].bytes.unwrap_or(0))

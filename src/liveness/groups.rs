@@ -5,6 +5,7 @@ use anyhow::Result;
 
 use super::lifetimes::{TensorKind, TensorLife, lifetimes};
 use super::rules::{ReuseRule, node_rule, slice_offsets, view_offset};
+use super::strided::{footprint, index_of, offset_of, row_major};
 use crate::ir::{Graph, NodeId, ValueId, concrete};
 
 /// Which sharing mechanisms are enabled.
@@ -18,6 +19,10 @@ pub struct LivenessOptions {
     pub include_io: bool,
     /// Arena alignment in bytes: slice aliases start only at multiples of it.
     pub alignment: u64,
+    /// Let the parts of a Concat that are strided in its output (H and W tiles of an NCHW
+    /// tensor) be strided views into it, so the Concat moves nothing (the split stage turns
+    /// this on; a runtime must then honour each tensor's `strides`).
+    pub strided: bool,
 }
 
 impl Default for LivenessOptions {
@@ -27,6 +32,7 @@ impl Default for LivenessOptions {
             alias: true,
             include_io: true,
             alignment: 64,
+            strided: false,
         }
     }
 }
@@ -74,6 +80,13 @@ pub struct Liveness {
     pub buffer_of: Vec<Option<usize>>,
     /// Arena buffers (groups of tensors). Empty groups left by merging are removed.
     pub buffers: Vec<Buffer>,
+    /// For each tensor laid out as a strided view (see [`LivenessOptions::strided`]), its
+    /// byte strides per axis; `None` for row-major tensors.
+    pub strides: Vec<Option<Vec<u64>>>,
+    /// For each Concat part that is a strided view of the Concat's output: that output and
+    /// the bytes from its first element to the part's (its `sharing` is kept: a part may
+    /// also be written in place over its producer's input).
+    pub part_of: Vec<Option<(usize, u64)>>,
 }
 
 impl Liveness {
@@ -166,7 +179,10 @@ impl<'g> Analyser<'g> {
             buffer_of,
             buffers,
             sharing: vec![None; tensors.len()],
+            strides: vec![None; tensors.len()],
+            part_of: vec![None; tensors.len()],
             alignment: options.alignment.max(1),
+            strided: options.strided,
         };
         for (step, &node_id) in self.order.iter().enumerate() {
             match self.rules[node_id] {
@@ -190,6 +206,8 @@ impl<'g> Analyser<'g> {
             mut buffer_of,
             buffers,
             sharing,
+            strides,
+            part_of,
             ..
         } = grouping;
         // Drop emptied groups and renumber.
@@ -210,6 +228,8 @@ impl<'g> Analyser<'g> {
             sharing,
             buffer_of,
             buffers: kept,
+            strides,
+            part_of,
         }
     }
 
@@ -232,7 +252,10 @@ struct Grouping<'a> {
     buffer_of: Vec<Option<usize>>,
     buffers: Vec<Buffer>,
     sharing: Vec<Option<Sharing>>,
+    strides: Vec<Option<Vec<u64>>>,
+    part_of: Vec<Option<(usize, u64)>>,
     alignment: u64,
+    strided: bool,
 }
 
 impl Grouping<'_> {
@@ -270,6 +293,15 @@ impl Grouping<'_> {
         self.buffer_of[tensor] = Some(into);
     }
 
+    /// Whether `out` can take the bytes of `input` element for element: always for a
+    /// row-major input, and for a strided view only with the same shape (so the same strides).
+    fn keeps_layout(&self, input: usize, out: usize) -> bool {
+        self.strides[input].is_none()
+            || self
+                .shape_and_elem(input)
+                .is_some_and(|a| Some(a) == self.shape_and_elem(out))
+    }
+
     fn elem_bits(&self, tensor: usize) -> Option<u32> {
         self.graph.values[self.tensors[tensor].value]
             .tensor_type()?
@@ -303,9 +335,15 @@ impl Grouping<'_> {
             let other_reader = node.inputs.iter().flatten().any(|&v| {
                 self.tensor_of[v].is_some_and(|t| t != input && self.buffer_of[t] == Some(b))
             });
-            if sizes_match && group.last == step && !protected && !other_reader {
+            if sizes_match
+                && group.last == step
+                && !protected
+                && !other_reader
+                && self.keeps_layout(input, out)
+            {
                 let offset = self.offset_of(input);
                 self.join(out, b, offset);
+                self.strides[out] = self.strides[input].clone();
                 self.sharing[out] = Some(Sharing::InPlace { of: input });
                 return;
             }
@@ -325,11 +363,15 @@ impl Grouping<'_> {
         let Some((input, out, b)) = self.first_input_and_output(node_id) else {
             return;
         };
-        if self.single(out).is_none() || self.tensors[input].bytes != self.tensors[out].bytes {
+        if self.single(out).is_none()
+            || self.tensors[input].bytes != self.tensors[out].bytes
+            || !self.keeps_layout(input, out)
+        {
             return;
         }
         let offset = self.offset_of(input);
         self.join(out, b, offset);
+        self.strides[out] = self.strides[input].clone();
         self.sharing[out] = Some(Sharing::Alias {
             of: input,
             offset: None,
@@ -343,6 +385,9 @@ impl Grouping<'_> {
         };
         let Some(into) = self.single(out) else { return };
         let Some((offsets, bits)) = self.slice_layout(out, &node.inputs, node) else {
+            if self.strided {
+                self.try_strided_concat(node_id, out, into);
+            }
             return;
         };
         if !bits.is_multiple_of(8) {
@@ -370,6 +415,130 @@ impl Grouping<'_> {
         }
     }
 
+    /// A Concat whose parts are strided in its output (`out`, alone in buffer `into`): each
+    /// part's group (the part, tensors written in place with it, views of it) moves into the
+    /// output as strided views, when every member has the part's shape or is a view of it.
+    fn try_strided_concat(&mut self, node_id: NodeId, out: usize, into: usize) {
+        let node = &self.graph.nodes[node_id];
+        let Some((whole, elem)) = self.shape_and_elem(out) else {
+            return;
+        };
+        let rank = whole.len() as i64;
+        let axis = node.attr_int("axis").unwrap_or(0);
+        let Ok(axis) = usize::try_from(if axis < 0 { axis + rank } else { axis }) else {
+            return;
+        };
+        if axis >= whole.len() {
+            return;
+        }
+        let mut starts = Vec::with_capacity(node.inputs.len());
+        let mut at = 0i64;
+        for &v in &node.inputs {
+            let Some(part) =
+                v.and_then(|v| concrete(self.graph.values[v].tensor_type()?.shape.as_ref()?))
+            else {
+                return;
+            };
+            if part.len() != whole.len() {
+                return;
+            }
+            starts.push(at);
+            at += part[axis];
+        }
+        if at != whole[axis] {
+            return;
+        }
+        let strides = row_major(&whole, elem);
+        let inputs: Vec<Option<usize>> = node.inputs.iter().map(|&v| self.tensor(v)).collect();
+        for (k, &input) in inputs.iter().enumerate() {
+            let Some(part) = input else { continue };
+            let repeated = inputs
+                .iter()
+                .enumerate()
+                .any(|(j, &o)| j != k && o == Some(part));
+            let eligible = self.tensors[part].kind == TensorKind::Intermediate
+                && self.tensors[part].bytes.is_some_and(|b| b > 0)
+                && self.buffer_of[part].is_some_and(|b| b != into)
+                && !repeated;
+            if eligible {
+                let base = starts[k] as u64 * strides[axis];
+                self.relocate(part, into, base, &strides, out);
+            }
+        }
+    }
+
+    /// The concrete shape of a tensor and its bytes per element (whole bytes only).
+    fn shape_and_elem(&self, tensor: usize) -> Option<(Vec<i64>, u64)> {
+        let ty = self.graph.values[self.tensors[tensor].value].tensor_type()?;
+        let bits = ty.dtype.bits()?;
+        if bits == 0 || !bits.is_multiple_of(8) {
+            return None;
+        }
+        Some((concrete(ty.shape.as_ref()?)?, u64::from(bits / 8)))
+    }
+
+    /// Moves the group of `part` into buffer `into` as strided views starting `base` bytes in
+    /// with byte `strides`, `part` becoming a view of `out`. Members of the part's shape at
+    /// its start are laid out as the part; members that are row-major views of it keep their
+    /// index inside it. Any other member leaves the group where it is.
+    fn relocate(&mut self, part: usize, into: usize, base: u64, strides: &[u64], out: usize) {
+        let Some(b) = self.buffer_of[part] else {
+            return;
+        };
+        let Some((shape, elem)) = self.shape_and_elem(part) else {
+            return;
+        };
+        let inner = row_major(&shape, elem);
+        let part_offset = self.offset_of(part);
+        let mut moved = Vec::with_capacity(self.buffers[b].members.len());
+        for &(m, at) in &self.buffers[b].members {
+            let Some((m_shape, m_elem)) = self.shape_and_elem(m) else {
+                return;
+            };
+            if m_elem != elem
+                || m_shape.len() != shape.len()
+                || self.tensors[m].kind != TensorKind::Intermediate
+                || at < part_offset
+            {
+                return;
+            }
+            let full_alias = matches!(self.sharing[m], Some(Sharing::Alias { .. }));
+            let index = match &self.strides[m] {
+                None if at == part_offset && m_shape == shape && !full_alias => {
+                    vec![0; shape.len()]
+                }
+                Some(t) if *t == inner => {
+                    match index_of(at - part_offset, &inner, &shape, &m_shape) {
+                        Some(index) => index,
+                        None => return,
+                    }
+                }
+                _ => return,
+            };
+            moved.push((m, base + offset_of(&index, strides), m_shape));
+        }
+        let Buffer { first, last, .. } = self.buffers[b];
+        self.buffers[b].members.clear();
+        let target = &mut self.buffers[into];
+        target.first = target.first.min(first);
+        target.last = target.last.max(last);
+        for (m, at, m_shape) in &moved {
+            target.members.push((*m, *at));
+            target.bytes = target.bytes.max(at + footprint(m_shape, strides, elem));
+            self.buffer_of[*m] = Some(into);
+            self.strides[*m] = Some(strides.to_vec());
+        }
+        let new_offset = |t: usize| moved.iter().find(|m| m.0 == t).map(|m| m.1);
+        for &(m, at, _) in &moved {
+            if let Some((of, _)) = self.part_of[m]
+                && let Some(parent) = new_offset(of)
+            {
+                self.part_of[m] = Some((of, at - parent));
+            }
+        }
+        self.part_of[part] = Some((out, base));
+    }
+
     fn try_split(&mut self, node_id: NodeId) {
         let node = &self.graph.nodes[node_id];
         let Some(input) = self.tensor(node.inputs.first().copied().flatten()) else {
@@ -378,7 +547,7 @@ impl Grouping<'_> {
         let Some(b) = self.buffer_of[input] else {
             return;
         };
-        if self.tensors[input].kind == TensorKind::Constant {
+        if self.tensors[input].kind == TensorKind::Constant || self.strides[input].is_some() {
             return;
         }
         let Some((offsets, _)) = self.slice_layout(input, &node.outputs, node) else {
@@ -406,6 +575,9 @@ impl Grouping<'_> {
         let Some(offset) = view_offset(self.graph, &self.graph.nodes[node_id]) else {
             return;
         };
+        if self.strides[input].is_some() {
+            return;
+        }
         if self.single(out).is_some()
             && self.tensors[out].bytes.is_some_and(|n| n > 0)
             && offset.is_multiple_of(self.alignment)

@@ -5,6 +5,7 @@ mod choose;
 mod groups;
 mod lifetimes;
 pub mod rules;
+mod strided;
 
 pub use choose::analyse_best;
 pub use groups::{Buffer, Liveness, LivenessOptions, Sharing, analyse, analyse_with};

@@ -128,15 +128,17 @@ pub fn finish(
         } else {
             let apart;
             let mut candidates = vec![liveness];
-            if liveness.sharing.iter().any(|s| {
-                matches!(
-                    s,
-                    Some(Sharing::Alias {
-                        offset: Some(_),
-                        ..
-                    })
-                )
-            }) {
+            if liveness.part_of.iter().any(Option::is_some)
+                || liveness.sharing.iter().any(|s| {
+                    matches!(
+                        s,
+                        Some(Sharing::Alias {
+                            offset: Some(_),
+                            ..
+                        })
+                    )
+                })
+            {
                 apart = analyse_with(graph, liveness.order.clone(), options, &|_| false)?;
                 candidates.push(&apart);
             }

@@ -71,6 +71,7 @@ pub fn prepare(
         alias: false,
         include_io: true,
         alignment,
+        strided: false,
     };
     let (planned, unplanned) = plan_levels(model, graph, body_options, &unit_alignment);
     let mut step_of = vec![0; graph.nodes.len()];

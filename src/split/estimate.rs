@@ -8,7 +8,7 @@ use super::region::{area, full};
 use super::rules::shape_of;
 use super::tiling::{Tile, Tiling};
 use crate::emit::Table;
-use crate::ir::{Graph, ValueId};
+use crate::ir::{Graph, NodeId, ValueId};
 
 /// Bytes in use at each step of a plan: the union of the byte ranges of the tensors live
 /// there, summed over the arenas.
@@ -74,9 +74,37 @@ fn union_bytes(ranges: Vec<(usize, u64, u64)>) -> u64 {
     total + open.map_or(0, |(_, s, e)| e - s)
 }
 
+/// The peak of `live` bytes at the steps outside `start..=end`.
+pub fn outside_peak(live: &[u64], [start, end]: [usize; 2]) -> u64 {
+    live.iter()
+        .enumerate()
+        .filter(|&(s, _)| s < start || s > end)
+        .map(|(_, &b)| b)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Bytes the plan holds at some step of `from..=to` in tensors of their own (no aliases)
+/// that `nodes` (a chain about to be split) do not make: what stays live around the chain.
+pub fn crossing(graph: &Graph, table: &Table, nodes: &[NodeId], [from, to]: [usize; 2]) -> u64 {
+    let made: HashSet<&str> = nodes
+        .iter()
+        .filter_map(|&n| graph.nodes[n].outputs[0])
+        .map(|v| graph.values[v].name.as_str())
+        .collect();
+    table
+        .tensors
+        .iter()
+        .filter(|t| t.first <= to && from <= t.last && t.offset.is_some())
+        .filter(|t| t.inplace_of.is_none() && t.alias_of.is_none())
+        .filter(|t| !made.contains(t.name.as_str()))
+        .filter_map(|t| t.bytes)
+        .sum()
+}
+
 /// The estimated arena once the chain (steps `start..=end` of the plan) runs tile by tile:
 /// the peak outside the chain, or what crosses into the chain plus one tile's working set
-/// plus the assembled output (twice the output during the final Concat).
+/// plus the output, which the tiles' results fill in place (strided views).
 pub fn estimate(
     graph: &Graph,
     table: &Table,
@@ -85,27 +113,8 @@ pub fn estimate(
     tiling: &Tiling,
     [start, end]: [usize; 2],
 ) -> u64 {
-    let outside = live
-        .iter()
-        .enumerate()
-        .filter(|&(s, _)| s < start || s > end)
-        .map(|(_, &b)| b)
-        .max()
-        .unwrap_or(0);
-    let made: HashSet<&str> = chain
-        .nodes
-        .iter()
-        .filter_map(|&n| graph.nodes[n].outputs[0])
-        .map(|v| graph.values[v].name.as_str())
-        .collect();
-    let crossing: u64 = table
-        .tensors
-        .iter()
-        .filter(|t| t.first <= start && start <= t.last && t.offset.is_some())
-        .filter(|t| t.inplace_of.is_none() && t.alias_of.is_none())
-        .filter(|t| !made.contains(t.name.as_str()))
-        .filter_map(|t| t.bytes)
-        .sum();
+    let outside = outside_peak(live, [start, end]);
+    let crossing = crossing(graph, table, &chain.nodes, [start, start]);
     let out = chain.shapes[chain.last];
     let output = bytes_of(graph, chain.output, (out[2] * out[3]) as u64);
     let working = tiling
@@ -114,7 +123,7 @@ pub fn estimate(
         .map(|t| tile_peak(graph, chain, t))
         .max()
         .unwrap_or(0);
-    outside.max(crossing + (working + output).max(2 * output))
+    outside.max(crossing + working + output)
 }
 
 /// The most bytes one tile holds at once: its live intermediates, the slices a node reads and

@@ -10,6 +10,7 @@
 
 pub mod chain;
 pub mod estimate;
+pub mod glue;
 pub mod macs;
 pub mod region;
 pub mod rewrite;

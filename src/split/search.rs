@@ -326,9 +326,7 @@ fn record(
         .iter()
         .enumerate()
         .map(|(k, &n)| {
-            let (node, op_type) = origin[n]
-                .map(|o| labels[o].clone())
-                .unwrap_or_else(|| (graph.nodes[n].name.clone(), graph.nodes[n].op_type.clone()));
+            let (node, op_type) = source_label(graph, origin, labels, n);
             let per_position = super::macs::conv_macs_per_position(graph, &graph.nodes[n]);
             SplitNode {
                 node,
@@ -351,4 +349,17 @@ fn record(
         nodes,
         glue: rewritten.glue.clone(),
     }
+}
+
+/// The name and operator of the input model's node that node `n` of `graph` is (`origin`),
+/// else of `n` itself.
+pub(super) fn source_label(
+    graph: &crate::ir::Graph,
+    origin: &[Option<usize>],
+    labels: &[(String, String)],
+    n: usize,
+) -> (String, String) {
+    origin[n]
+        .map(|o| labels[o].clone())
+        .unwrap_or_else(|| (graph.nodes[n].name.clone(), graph.nodes[n].op_type.clone()))
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use super::strided::{check_strides, layout, span};
 use crate::emit::{Run, Table, offset_at};
 use crate::ir::{Graph, Node, concrete};
 use crate::liveness::rules::{ReuseRule, node_rule};
@@ -105,6 +106,9 @@ fn check_alias(ctx: &Context, a: usize, b: usize) -> Result<(), String> {
     if ea.arena != eb.arena {
         return Err("different arenas".into());
     }
+    if ea.strides.is_some() || eb.strides.is_some() {
+        return check_strided_alias(ctx, a, b, oa, ob);
+    }
     match ea.alias_offset {
         None => {
             let node = producer(graph, &ea.name).ok_or("not produced by a node")?;
@@ -133,6 +137,69 @@ fn check_alias(ctx: &Context, a: usize, b: usize) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// An alias where either side is a strided view: a full alias keeps the layout (same shape
+/// and strides); a slice alias is a part of the Concat making its parent, laid out with the
+/// parent's strides from the part's start along the axis, and lies inside the parent.
+fn check_strided_alias(ctx: &Context, a: usize, b: usize, oa: u64, ob: u64) -> Result<(), String> {
+    let (ea, eb) = (&ctx.table.tensors[a], &ctx.table.tensors[b]);
+    if let Some(problem) = check_strides(ea).or_else(|| check_strides(eb)) {
+        return Err(problem);
+    }
+    let parent = layout(eb).ok_or("the parent's layout is unknown")?;
+    let Some(k) = ea.alias_offset else {
+        let node = producer(ctx.graph, &ea.name).ok_or("not produced by a node")?;
+        if node_rule(ctx.graph, node) != ReuseRule::Alias
+            || input_names(ctx.graph, node).first().copied().flatten() != Some(eb.name.as_str())
+        {
+            return Err("not a full alias of its producer's data input".into());
+        }
+        if oa != ob || ea.shape != eb.shape || ea.strides.as_ref() != Some(&parent) {
+            return Err(
+                "a full alias of a strided view must have its offset, shape and strides".into(),
+            );
+        }
+        return Ok(());
+    };
+    if oa != ob + k {
+        return Err(format!("offset {oa} is not {ob} + alias_offset {k}"));
+    }
+    let node = producer(ctx.graph, &eb.name).ok_or("the parent is not produced by a node")?;
+    if node.op_type != "Concat" || !node.domain.is_empty() {
+        return Err("only the parts of a Concat are strided views of its output".into());
+    }
+    let start = concat_start(ctx.graph, node, &ea.name, &eb.name)
+        .ok_or("not a part of the Concat making its parent")?;
+    if oa + span(ea) > ob + span(eb) {
+        return Err("the view reaches past its parent".into());
+    }
+    if ea.strides.as_ref() != Some(&parent) {
+        return Err(format!(
+            "strides {:?} are not the parent's {parent:?}",
+            ea.strides
+        ));
+    }
+    let expected = start.1 * parent[start.0];
+    if k != expected {
+        return Err(format!("the part starts at byte {expected}, not {k}"));
+    }
+    Ok(())
+}
+
+/// The Concat axis and the index along it where `part` starts inside `whole`.
+fn concat_start(graph: &Graph, node: &Node, part: &str, whole: &str) -> Option<(usize, u64)> {
+    let rank = concrete(graph.value(whole)?.tensor_type()?.shape.as_ref()?)?.len() as i64;
+    let axis = node.attr_int("axis").unwrap_or(0);
+    let axis = usize::try_from(if axis < 0 { axis + rank } else { axis }).ok()?;
+    let inputs = input_names(graph, node);
+    let k = inputs.iter().position(|n| *n == Some(part))?;
+    let mut start = 0u64;
+    for name in &inputs[..k] {
+        let t = graph.value((*name)?)?.tensor_type()?;
+        start += u64::try_from(*concrete(t.shape.as_ref()?)?.get(axis)?).ok()?;
+    }
+    Some((axis, start))
 }
 
 /// Byte offset of `part` inside `whole` when `whole` is the Concat of `part` and others.
@@ -322,6 +389,9 @@ fn check_inplace(ctx: &Context, classes: &[usize], a: usize, x: usize) -> Result
     }
     if ea.bytes != ex.bytes {
         return Err("sizes differ".into());
+    }
+    if ea.strides != ex.strides || (ea.strides.is_some() && ea.shape != ex.shape) {
+        return Err("the layouts (shape and strides) differ".into());
     }
     let step = steps[node_id];
     for (i, e) in table.tensors.iter().enumerate() {

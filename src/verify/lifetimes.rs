@@ -137,7 +137,10 @@ pub fn check_entry(
                 problems.push(format!("tensor '{name}' is in unknown arena {arena}"));
                 return;
             };
-            let end = offset.checked_add(entry.extent());
+            if let Some(problem) = super::strided::check_strides(entry) {
+                problems.push(format!("tensor '{name}': {problem}"));
+            }
+            let end = offset.checked_add(super::strided::span(entry));
             if end.is_none_or(|e| e > a.bytes) {
                 problems.push(format!(
                     "tensor '{name}' ends past arena {arena} ({offset} + {:?} > {})",
@@ -145,7 +148,9 @@ pub fn check_entry(
                 ));
             }
             let alignment = table.options.alignment.max(1);
-            if entry.alias_offset.is_none() && !offset.is_multiple_of(alignment) {
+            // A strided view starts where its part of the parent starts.
+            let view = entry.alias_offset.is_some() || entry.strides.is_some();
+            if !view && !offset.is_multiple_of(alignment) {
                 problems.push(format!(
                     "tensor '{name}' offset {offset} is not a multiple of {alignment}"
                 ));

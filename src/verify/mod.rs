@@ -7,6 +7,7 @@ mod branches;
 mod lifetimes;
 mod modes;
 mod overlap;
+mod strided;
 
 use std::collections::HashMap;
 

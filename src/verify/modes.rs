@@ -342,7 +342,9 @@ fn check_transfers(
         for run in runs {
             let Some(offset) = run.offset else { continue };
             if Some(offset) != e.offset
-                && ((e.alias_offset.is_none() && !offset.is_multiple_of(alignment))
+                && ((e.alias_offset.is_none()
+                    && e.strides.is_none()
+                    && !offset.is_multiple_of(alignment))
                     || offset.saturating_add(e.extent()) > capacity)
             {
                 problems.push(format!(

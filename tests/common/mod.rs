@@ -211,6 +211,23 @@ pub fn plan_written(
     (path, dir.join(format!("{stem}.memplan.json")))
 }
 
+/// A rewritten model (written to `split`) plans and verifies like any other, and gives the
+/// outputs of `original` in onnxruntime.
+pub fn plans_and_matches(dir: &Path, original: &Path, split: &Path) {
+    let plan = run_cli(&[
+        "plan",
+        split.to_str().unwrap(),
+        "-o",
+        dir.join("p.onnx").to_str().unwrap(),
+    ]);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    compare_in_onnxruntime(original, split);
+}
+
 /// Runs `verify` on a model and a table; asserts it refuses the table (exit 1) with a report
 /// containing `needle`.
 pub fn assert_verify_refuses(model: &Path, table: &Path, needle: &str) {

@@ -1,12 +1,11 @@
 //! The arena estimate of a row chain run in blocks, to rank candidates before the real planner
 //! scores the best few.
 
-use std::collections::HashSet;
-
 use super::chain::RowChain;
 use super::rules::RowRead;
 use crate::emit::Table;
 use crate::ir::{Graph, ValueId};
+use crate::split::estimate::{crossing, outside_peak};
 
 /// The estimated arena once the chain (its nodes between steps `start` and `end` of the plan)
 /// runs in `blocks` blocks: the peak outside those steps, or what the plan holds across them
@@ -21,27 +20,8 @@ pub fn estimate(
     blocks: i64,
     [start, end]: [usize; 2],
 ) -> (u64, u64) {
-    let outside = live
-        .iter()
-        .enumerate()
-        .filter(|&(s, _)| s < start || s > end)
-        .map(|(_, &b)| b)
-        .max()
-        .unwrap_or(0);
-    let made: HashSet<&str> = chain
-        .nodes
-        .iter()
-        .filter_map(|&n| graph.nodes[n].outputs[0])
-        .map(|v| graph.values[v].name.as_str())
-        .collect();
-    let crossing: u64 = table
-        .tensors
-        .iter()
-        .filter(|t| t.first <= end && start <= t.last && t.offset.is_some())
-        .filter(|t| t.inplace_of.is_none() && t.alias_of.is_none())
-        .filter(|t| !made.contains(t.name.as_str()))
-        .filter_map(|t| t.bytes)
-        .sum();
+    let outside = outside_peak(live, [start, end]);
+    let crossing = crossing(graph, table, &chain.nodes, [start, end]);
     let output = bytes(graph, chain.output);
     let inside = crossing + output + block_peak(graph, chain, blocks);
     (outside.max(inside), inside)

@@ -121,9 +121,7 @@ pub fn record(
         .iter()
         .enumerate()
         .map(|(k, &n)| {
-            let (node, op_type) = origin[n]
-                .map(|o| labels[o].clone())
-                .unwrap_or_else(|| (graph.nodes[n].name.clone(), graph.nodes[n].op_type.clone()));
+            let (node, op_type) = super::search::source_label(graph, origin, labels, n);
             SplitNode {
                 node,
                 op_type,

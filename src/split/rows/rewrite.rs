@@ -6,16 +6,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use bytes::Bytes;
-
+use super::super::glue::{Glue, int64_tensor};
 use super::super::region::Span;
-use super::super::rewrite::{Names, Rewritten, ints_attribute, op};
+use super::super::rewrite::Rewritten;
 use super::chain::RowChain;
 use super::rules::{Fixup, RowRead};
-use crate::ir::{DType, Graph, NodeId};
-use crate::onnx::proto::{
-    AttributeProto, ModelProto, NodeProto, TensorProto, attribute_proto::AttributeType,
-};
+use crate::ir::{Graph, NodeId};
+use crate::onnx::proto::{ModelProto, NodeProto};
 
 /// Rewrites `proto` (typed as `graph`, nodes run in `order`) so the chain runs block by block
 /// over `blocks` (consecutive row ranges covering the chain's rows); `label` tags new names.
@@ -38,18 +35,7 @@ pub fn rewrite_rows(
         .position(|&n| n == last)
         .expect("the chain is in the order")
         + 1;
-    let opset = crate::ir::Opsets::from_proto(&proto.opset_import)
-        .version("")
-        .unwrap_or(1);
-    let mut e = Emitter {
-        names: Names::of(proto, graph),
-        nodes: Vec::new(),
-        initializers: Vec::new(),
-        constants: HashMap::new(),
-        glue: Vec::new(),
-        slice_inputs: opset >= 10,
-        label: label.to_string(),
-    };
+    let mut e = Glue::new(proto, graph, label);
     let position: HashMap<NodeId, usize> = chain
         .nodes
         .iter()
@@ -88,7 +74,11 @@ pub fn rewrite_rows(
                                 let source = graph.values[v].name.clone();
                                 slices
                                     .entry((source.clone(), axis))
-                                    .or_insert_with(|| e.slice(&source, axis, block, &tag))
+                                    .or_insert_with(|| {
+                                        let bounds =
+                                            [vec![block.start], vec![block.end], vec![axis as i64]];
+                                        e.slice(&source, bounds, &tag)
+                                    })
                                     .clone()
                             }
                         }
@@ -98,13 +88,13 @@ pub fn rewrite_rows(
             }
             let source = &old[id];
             let out_name = &graph.values[node.outputs[0].expect("chain nodes have an output")].name;
-            let out = e.names.fresh(&format!("{out_name}/{}/{tag}", e.label));
+            let out = e.fresh(out_name, &tag);
             let base = if node.name.is_empty() {
                 &node.op_type
             } else {
                 &node.name
             };
-            let node_name = e.names.fresh(&format!("{base}/{}/{tag}", e.label));
+            let node_name = e.fresh(base, &tag);
             e.nodes.push(NodeProto {
                 input: inputs,
                 output: vec![out.clone()],
@@ -119,7 +109,7 @@ pub fn rewrite_rows(
     let output_name = graph.values[chain.output].name.clone();
     e.concat(
         parts,
-        *chain.axes.last().expect("a chain has nodes"),
+        *chain.axes.last().expect("a chain has nodes") as i64,
         &output_name,
     );
 
@@ -144,109 +134,12 @@ pub fn rewrite_rows(
         .filter(|&v| v != chain.output)
         .map(|v| graph.values[v].name.as_str())
         .collect();
-    let mut model = proto.clone();
-    let g = model.graph.as_mut().expect("a loaded model has a graph");
-    let mut nodes = Vec::with_capacity(order.len() + e.nodes.len());
-    let mut kept = Vec::with_capacity(nodes.capacity());
-    let skip = |n: &NodeId| position.contains_key(n) || folded.contains(n);
-    for &n in order[..end].iter().filter(|n| !skip(n)) {
-        nodes.push(old[n].clone());
-        kept.push(Some(n));
-    }
-    kept.extend(std::iter::repeat_n(None, e.nodes.len()));
-    nodes.append(&mut e.nodes);
-    for &n in order[end..].iter().filter(|n| !skip(n)) {
-        nodes.push(old[n].clone());
-        kept.push(Some(n));
-    }
-    g.node = nodes;
-    g.initializer.append(&mut e.initializers);
-    g.value_info.retain(|vi| !internal.contains(vi.name()));
+    let skip = |n: NodeId| position.contains_key(&n) || folded.contains(&n);
+    let (model, kept, glue) = e.splice(proto, order, end, &skip, &internal);
     Rewritten {
         model,
         kept,
         copies,
-        glue: e.glue,
-    }
-}
-
-/// A 1-D or scalar int64 initializer.
-fn int64_tensor(name: &str, dims: Vec<i64>, values: &[i64]) -> TensorProto {
-    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    TensorProto {
-        dims,
-        data_type: Some(DType::Int64.to_onnx()),
-        name: Some(name.to_string()),
-        raw_data: Some(Bytes::from(raw)),
-        ..Default::default()
-    }
-}
-
-/// Accumulates the nodes and constants of a row rewrite.
-struct Emitter {
-    names: Names,
-    nodes: Vec<NodeProto>,
-    initializers: Vec<TensorProto>,
-    constants: HashMap<Vec<i64>, String>,
-    glue: Vec<String>,
-    slice_inputs: bool,
-    label: String,
-}
-
-impl Emitter {
-    /// Rows `block` of `source` along `axis`; returns the new tensor's name.
-    fn slice(&mut self, source: &str, axis: usize, block: Span, tag: &str) -> String {
-        let (starts, ends, axes) = (vec![block.start], vec![block.end], vec![axis as i64]);
-        let out = self
-            .names
-            .fresh(&format!("{source}/{}/{tag}/slice", self.label));
-        let name = self.names.fresh(&format!("{out}/Slice"));
-        let node = if self.slice_inputs {
-            let inputs = vec![
-                source.to_string(),
-                self.constant(starts),
-                self.constant(ends),
-                self.constant(axes),
-            ];
-            op("Slice", inputs, &out, &name, Vec::new())
-        } else {
-            let attributes = vec![
-                ints_attribute("starts", starts),
-                ints_attribute("ends", ends),
-                ints_attribute("axes", axes),
-            ];
-            op("Slice", vec![source.to_string()], &out, &name, attributes)
-        };
-        self.nodes.push(node);
-        self.glue.push(name);
-        out
-    }
-
-    /// A Concat of `parts` along `axis` making `out`.
-    fn concat(&mut self, parts: Vec<String>, axis: usize, out: &str) {
-        let name = self.names.fresh(&format!("{out}/{}/Concat", self.label));
-        let axis = AttributeProto {
-            name: Some("axis".to_string()),
-            r#type: Some(AttributeType::Int as i32),
-            i: Some(axis as i64),
-            ..Default::default()
-        };
-        self.nodes.push(op("Concat", parts, out, &name, vec![axis]));
-        self.glue.push(name);
-    }
-
-    /// An int64 initializer holding `values` (shared between nodes asking the same).
-    fn constant(&mut self, values: Vec<i64>) -> String {
-        if let Some(name) = self.constants.get(&values) {
-            return name.clone();
-        }
-        let text: Vec<String> = values.iter().map(i64::to_string).collect();
-        let name = self
-            .names
-            .fresh(&format!("{}/const_{}", self.label, text.join("_")));
-        self.initializers
-            .push(int64_tensor(&name, vec![values.len() as i64], &values));
-        self.constants.insert(values, name.clone());
-        name
+        glue,
     }
 }

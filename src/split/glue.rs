@@ -1,0 +1,210 @@
+//! The nodes a rewrite adds around the copies of a chain (Slices of the tensors made before
+//! it, the Concat assembling its output, their int64 constants), with fresh names.
+
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+
+use crate::ir::{DType, Graph, NodeId};
+use crate::onnx::proto::{
+    AttributeProto, ModelProto, NodeProto, TensorProto, attribute_proto::AttributeType,
+};
+
+/// Accumulates the nodes and constants of one rewrite.
+pub struct Glue {
+    /// Names taken so far.
+    pub names: Names,
+    /// The new nodes, in execution order.
+    pub nodes: Vec<NodeProto>,
+    /// The new initializers.
+    pub initializers: Vec<TensorProto>,
+    /// The names of the Slice and Concat nodes added.
+    pub glue: Vec<String>,
+    /// The tag of this rewrite's new names (e.g. `split1`).
+    pub label: String,
+    constants: HashMap<Vec<i64>, String>,
+    slice_inputs: bool,
+}
+
+impl Glue {
+    /// An empty rewrite of `proto` (typed as `graph`) tagged `label`.
+    pub fn new(proto: &ModelProto, graph: &Graph, label: &str) -> Glue {
+        let opset = crate::ir::Opsets::from_proto(&proto.opset_import)
+            .version("")
+            .unwrap_or(1);
+        Glue {
+            names: Names::of(proto, graph),
+            nodes: Vec::new(),
+            initializers: Vec::new(),
+            glue: Vec::new(),
+            label: label.to_string(),
+            constants: HashMap::new(),
+            // Slice takes its bounds as inputs from opset 10 on.
+            slice_inputs: opset >= 10,
+        }
+    }
+
+    /// A fresh name `{base}/{label}/{tag}`.
+    pub fn fresh(&mut self, base: &str, tag: &str) -> String {
+        let name = format!("{base}/{}/{tag}", self.label);
+        self.names.fresh(&name)
+    }
+
+    /// A Slice of `source` from `starts` to `ends` along `axes` (unit steps); returns the new
+    /// tensor's name.
+    pub fn slice(
+        &mut self,
+        source: &str,
+        [starts, ends, axes]: [Vec<i64>; 3],
+        tag: &str,
+    ) -> String {
+        let out = self.fresh(source, &format!("{tag}/slice"));
+        let name = self.names.fresh(&format!("{out}/Slice"));
+        let node = if self.slice_inputs {
+            let inputs = vec![
+                source.to_string(),
+                self.constant(starts),
+                self.constant(ends),
+                self.constant(axes),
+            ];
+            op("Slice", inputs, &out, &name, Vec::new())
+        } else {
+            let attributes = vec![
+                ints_attribute("starts", starts),
+                ints_attribute("ends", ends),
+                ints_attribute("axes", axes),
+            ];
+            op("Slice", vec![source.to_string()], &out, &name, attributes)
+        };
+        self.nodes.push(node);
+        self.glue.push(name);
+        out
+    }
+
+    /// A Concat of `parts` along `axis` making `out`.
+    pub fn concat(&mut self, parts: Vec<String>, axis: i64, out: &str) {
+        let name = self.names.fresh(&format!("{out}/{}/Concat", self.label));
+        let axis = AttributeProto {
+            name: Some("axis".to_string()),
+            r#type: Some(AttributeType::Int as i32),
+            i: Some(axis),
+            ..Default::default()
+        };
+        self.nodes.push(op("Concat", parts, out, &name, vec![axis]));
+        self.glue.push(name);
+    }
+
+    /// An int64 initializer holding `values` (shared between nodes asking the same).
+    pub fn constant(&mut self, values: Vec<i64>) -> String {
+        if let Some(name) = self.constants.get(&values) {
+            return name.clone();
+        }
+        let text: Vec<String> = values.iter().map(i64::to_string).collect();
+        let name = self
+            .names
+            .fresh(&format!("{}/const_{}", self.label, text.join("_")));
+        self.initializers
+            .push(int64_tensor(&name, vec![values.len() as i64], &values));
+        self.constants.insert(values, name.clone());
+        name
+    }
+
+    /// The model with the nodes of `order` that `replaced` does not reject, this rewrite's
+    /// nodes inserted after step `end` (exclusive), its initializers added and the value infos
+    /// of `internal` tensors dropped; with, per new node, the old node it is.
+    pub fn splice(
+        mut self,
+        proto: &ModelProto,
+        order: &[NodeId],
+        end: usize,
+        replaced: &dyn Fn(NodeId) -> bool,
+        internal: &HashSet<&str>,
+    ) -> (ModelProto, Vec<Option<usize>>, Vec<String>) {
+        let mut model = proto.clone();
+        let g = model.graph.as_mut().expect("a loaded model has a graph");
+        let old = std::mem::take(&mut g.node);
+        let mut nodes = Vec::with_capacity(order.len() + self.nodes.len());
+        let mut kept = Vec::with_capacity(nodes.capacity());
+        for &n in order[..end].iter().filter(|&&n| !replaced(n)) {
+            nodes.push(old[n].clone());
+            kept.push(Some(n));
+        }
+        kept.extend(std::iter::repeat_n(None, self.nodes.len()));
+        nodes.append(&mut self.nodes);
+        for &n in order[end..].iter().filter(|&&n| !replaced(n)) {
+            nodes.push(old[n].clone());
+            kept.push(Some(n));
+        }
+        g.node = nodes;
+        g.initializer.append(&mut self.initializers);
+        g.value_info.retain(|vi| !internal.contains(vi.name()));
+        (model, kept, self.glue)
+    }
+}
+
+/// A 1-D or scalar int64 initializer.
+pub fn int64_tensor(name: &str, dims: Vec<i64>, values: &[i64]) -> TensorProto {
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    TensorProto {
+        dims,
+        data_type: Some(DType::Int64.to_onnx()),
+        name: Some(name.to_string()),
+        raw_data: Some(Bytes::from(raw)),
+        ..Default::default()
+    }
+}
+
+/// A node of the default domain with one output.
+pub fn op(
+    op_type: &str,
+    input: Vec<String>,
+    out: &str,
+    name: &str,
+    attribute: Vec<AttributeProto>,
+) -> NodeProto {
+    NodeProto {
+        input,
+        output: vec![out.to_string()],
+        name: Some(name.to_string()),
+        op_type: Some(op_type.to_string()),
+        attribute,
+        ..Default::default()
+    }
+}
+
+/// An integer-list attribute.
+pub fn ints_attribute(name: &str, ints: Vec<i64>) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(AttributeType::Ints as i32),
+        ints,
+        ..Default::default()
+    }
+}
+
+/// Names already taken in the model, and fresh ones.
+pub struct Names(HashSet<String>);
+
+impl Names {
+    /// The names `proto` (typed as `graph`) already uses.
+    pub fn of(proto: &ModelProto, graph: &Graph) -> Names {
+        let mut used: HashSet<String> = graph.values.iter().map(|v| v.name.clone()).collect();
+        if let Some(g) = &proto.graph {
+            used.extend(g.node.iter().map(|n| n.name().to_string()));
+            used.extend(g.initializer.iter().map(|t| t.name().to_string()));
+        }
+        Names(used)
+    }
+
+    /// `base`, or `base_2`, `base_3`... whichever is free; taken from now on.
+    pub fn fresh(&mut self, base: &str) -> String {
+        let mut name = base.to_string();
+        let mut n = 2;
+        while self.0.contains(&name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        self.0.insert(name.clone());
+        name
+    }
+}
