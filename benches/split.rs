@@ -7,7 +7,8 @@
 //! `--budget` at half the lower bound fits without and with splitting, and the arenas with
 //! `--exclude-io` (graph inputs and outputs outside the arena) without and with splitting. Then
 //! the geometric mean of the ratio over the CNNs (Conv and no MatMul), over the transformers
-//! (MatMul and Softmax: row blocking) and over all models, and for
+//! (MatMul and Softmax: row blocking) and over all models, what sets the peak after splitting
+//! (the step, its node and the largest tensors live there), and for
 //! MobileNetV2 the frontier: arena against the allowed extra MACs (5, 10, 20, 40%), with the
 //! graph inputs and outputs in the arena (the default) and with `--exclude-io`.
 //!
@@ -76,6 +77,7 @@ fn main() {
     let (mut cnn, mut transformers, mut all) = (Vec::new(), Vec::new(), Vec::new());
     let mut mobilenet = None;
     let mut budget_fits = 0;
+    let mut peaks = Vec::new();
     for path in common::model_files() {
         let name = path
             .file_name()
@@ -121,6 +123,7 @@ fn main() {
             extra_pct(&split),
             split.table.splits.as_ref().map_or(0, |s| s.chains.len()),
         );
+        peaks.push(format!("| {name} | {} |", what_sets_the_peak(&split)));
         all.push(ratio);
         let has = |op: &str| base.model.graph.nodes.iter().any(|n| n.op_type == op);
         if has("Conv") && !has("MatMul") {
@@ -147,6 +150,14 @@ fn main() {
         "--budget at 50% of the lower bound (split auto): {budget_fits} of {} models fit",
         all.len()
     );
+    println!();
+    println!("What sets the peak after splitting (the step where the live bytes peak)");
+    println!();
+    println!("| model | step: node, live bytes; the largest tensors live there |");
+    println!("|---|---|");
+    for row in &peaks {
+        println!("{row}");
+    }
     let Some((path, base)) = mobilenet else {
         return;
     };
@@ -174,4 +185,38 @@ fn main() {
             _ => println!("| {pct} | error |"),
         }
     }
+}
+
+/// The step of a plan where the live bytes peak: its node, the live bytes, and the four
+/// largest tensors of their own (no aliases) live there.
+fn what_sets_the_peak(planned: &Planned) -> String {
+    let table = &planned.table;
+    let live = onnx_memplan::split::estimate::live_bytes(table);
+    let Some((step, &bytes)) = live
+        .iter()
+        .enumerate()
+        .max_by_key(|&(s, &b)| (b, usize::MAX - s))
+    else {
+        return "no steps".into();
+    };
+    let node = &planned.model.graph.nodes[table.schedule[step]];
+    let mut tensors: Vec<(u64, &str, &str)> = table
+        .tensors
+        .iter()
+        .filter(|t| t.first <= step && step <= t.last && t.offset.is_some())
+        .filter(|t| t.alias_of.is_none() && t.inplace_of.is_none())
+        .map(|t| (t.bytes.unwrap_or(0), t.name.as_str(), t.kind.as_str()))
+        .collect();
+    tensors.sort_by(|a, b| b.cmp(a));
+    let largest: Vec<String> = tensors
+        .iter()
+        .take(4)
+        .map(|(b, name, kind)| format!("{name} ({kind}) {b}"))
+        .collect();
+    format!(
+        "{step}: {} '{}', {bytes} B; {}",
+        node.op_type,
+        node.name,
+        largest.join(", ")
+    )
 }
