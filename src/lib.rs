@@ -32,6 +32,7 @@ pub mod modes;
 pub mod onnx;
 pub mod pipeline;
 pub mod plan;
+pub mod ranges;
 pub mod schedule;
 pub mod split;
 pub mod symbolic;

@@ -45,6 +45,9 @@ pub struct Options {
     /// API sets it on Ctrl-C); the pass then finishes with the best plans found so far, still
     /// verified, and the table's `stats.searches` say `cancelled`.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// With ranges (`infer.ranges`): write the plan evaluated at this point (`--at`), one
+    /// value per range symbol, instead of the plan over the ranges.
+    pub at: std::collections::BTreeMap<String, i64>,
 }
 
 /// How the execution order is chosen.
@@ -70,6 +73,7 @@ impl Default for Options {
             split: SplitOptions::default(),
             progress: None,
             cancel: None,
+            at: Default::default(),
         }
     }
 }
@@ -233,7 +237,7 @@ pub fn load_typed_bytes(
 }
 
 /// Lowers and infers a decoded model (`path` names it in messages).
-fn type_model(
+pub(crate) fn type_model(
     path: &Path,
     proto: ModelProto,
     infer: &InferOptions,
@@ -311,6 +315,9 @@ fn plan_bytes(
     budget.progress = options.progress.clone();
     budget.cancel = options.cancel.clone();
     let mut planned = match options.split.choice {
+        _ if !options.infer.ranges.is_empty() => {
+            crate::ranges::plan_ranges(path, proto, options, &budget)?
+        }
         SplitChoice::Off => plan_proto(path, proto, options, &budget)?,
         SplitChoice::Auto => plan_split(path, proto, options, &budget)?,
     };
@@ -426,69 +433,18 @@ fn plan_proto(
     let shared = crate::modes::prepare(&model, &liveness, &options.modes, &mut problem)?;
 
     let plan_started = Instant::now();
-    let plan_options = PlanOptions {
-        planner: options.planner,
-        budget: budget.clone(),
-        ..PlanOptions::default()
-    };
-    let solution = plan::solve(&problem, &plan_options)
-        .map_err(|e| crate::input_error!("{}: cannot plan: {e}", path.display()))?;
+    let solution = solve_checked(path, &problem, options, budget)?;
     let plan_ms = plan_started.elapsed().as_secs_f64() * 1e3;
-    plan::verify(&problem, &solution).map_err(|e| {
-        anyhow!(
-            "bug: planner {} produced an invalid plan: {e}",
-            solution.planner
-        )
-    })?;
 
-    let table_options = TableOptions {
-        alignment,
-        inplace: options.liveness.inplace,
-        alias: options.liveness.alias,
-        include_io: options.liveness.include_io,
-        dims: options.infer.dims.clone(),
-        input_shapes: options.infer.input_shapes.clone(),
-        input_values: options.infer.input_values.clone(),
-        specialised_io: options.infer.binds_shapes(),
-    };
-    let mut table = Table {
-        format: emit::FORMAT.to_string(),
-        model: ModelInfo {
-            file: file_name(path),
-            sha256: String::new(),
-            ir_version: original.ir_version(),
-            opsets: model.opsets.0.clone(),
-        },
-        schedule: liveness.order.clone(),
-        arenas: emit::main_arena(solution.arena),
-        stats: Stats {
-            lower_bound_bytes: solution.lower_bound.max(plan::max_live_bound(&problem)),
-            naive_bytes: emit::naive_bytes(&liveness, &table_options),
-            planner: solution.planner.clone(),
-            schedule: method.to_string(),
-            stored_lower_bound_bytes: stored_bound,
-            proven_optimal: solution.proven_optimal,
-            searches: solution
-                .searches
-                .iter()
-                .map(|s| emit::SearchEnd {
-                    planner: s.planner.clone(),
-                    ended_by: s.ended_by.name().to_string(),
-                })
-                .collect(),
-        },
-        tensors: emit::tensor_entries(
-            graph,
-            &liveness,
-            &emit::member_offsets(&liveness, &solution.offsets),
-        ),
-        options: table_options,
-        branches: emit::branch_choices(graph),
-        hierarchy: None,
-        offload: None,
-        partition: None,
-        splits: None,
-    };
+    let mut table = fixed_table(
+        path,
+        &original,
+        &model,
+        &liveness,
+        (&problem, &solution),
+        options,
+        (method, stored_bound),
+    );
     crate::modes::finish(
         graph,
         crate::modes::FlatPlan {
@@ -521,6 +477,100 @@ fn plan_proto(
         },
         work: solution.work_spent(),
     })
+}
+
+/// Solves `problem` with the chosen planner within `budget`, and checks the offsets with the
+/// planner core's own check (the independent verifier runs on the table later).
+pub(crate) fn solve_checked(
+    path: &Path,
+    problem: &Problem,
+    options: &Options,
+    budget: &Budget,
+) -> Result<plan::Solution> {
+    let solution = plan::solve(problem, &plan_options(options, budget))
+        .map_err(|e| crate::input_error!("{}: cannot plan: {e}", path.display()))?;
+    plan::verify(problem, &solution).map_err(|e| {
+        anyhow!(
+            "bug: planner {} produced an invalid plan: {e}",
+            solution.planner
+        )
+    })?;
+    Ok(solution)
+}
+
+/// The planner options of the pass.
+pub(crate) fn plan_options(options: &Options, budget: &Budget) -> PlanOptions {
+    PlanOptions {
+        planner: options.planner,
+        budget: budget.clone(),
+        ..PlanOptions::default()
+    }
+}
+
+/// The table of a solved plan: the options, the model's identity (`sha256` left empty), the
+/// order and the `method` that chose it (with the stored order's bound), the arena, the stats
+/// and every tensor at its solved offset.
+pub(crate) fn fixed_table(
+    path: &Path,
+    original: &ModelProto,
+    model: &Model,
+    liveness: &Liveness,
+    (problem, solution): (&Problem, &plan::Solution),
+    options: &Options,
+    (method, stored_bound): (&str, u64),
+) -> Table {
+    let graph = &model.graph;
+    let alignment = options.liveness.alignment.max(1);
+    let table_options = TableOptions {
+        alignment,
+        inplace: options.liveness.inplace,
+        alias: options.liveness.alias,
+        include_io: options.liveness.include_io,
+        dims: options.infer.dims.clone(),
+        input_shapes: options.infer.input_shapes.clone(),
+        input_values: options.infer.input_values.clone(),
+        specialised_io: options.infer.binds_shapes(),
+        ranges: Default::default(),
+    };
+    Table {
+        format: emit::FORMAT.to_string(),
+        model: ModelInfo {
+            file: file_name(path),
+            sha256: String::new(),
+            ir_version: original.ir_version(),
+            opsets: model.opsets.0.clone(),
+        },
+        schedule: liveness.order.clone(),
+        arenas: emit::main_arena(solution.arena),
+        stats: Stats {
+            lower_bound_bytes: solution.lower_bound.max(plan::max_live_bound(problem)),
+            naive_bytes: emit::naive_bytes(liveness, &table_options),
+            planner: solution.planner.clone(),
+            schedule: method.to_string(),
+            stored_lower_bound_bytes: stored_bound,
+            proven_optimal: solution.proven_optimal,
+            searches: solution
+                .searches
+                .iter()
+                .map(|s| emit::SearchEnd {
+                    planner: s.planner.clone(),
+                    ended_by: s.ended_by.name().to_string(),
+                })
+                .collect(),
+        },
+        tensors: emit::tensor_entries(
+            graph,
+            liveness,
+            &emit::member_offsets(liveness, &solution.offsets),
+        ),
+        options: table_options,
+        branches: emit::branch_choices(graph),
+        hierarchy: None,
+        offload: None,
+        partition: None,
+        splits: None,
+        parametric: None,
+    }
 }
 
 /// The DSA problem of the analysis: one buffer per group, padded to the alignment, live over
@@ -567,12 +617,39 @@ pub fn verify_table_bytes(path: &Path, bytes: Bytes, table: &Table) -> Result<Ve
     }
     let infer = InferOptions {
         dims: table.options.dims.clone(),
+        ranges: table
+            .options
+            .ranges
+            .iter()
+            .map(|(s, &[lo, hi])| (s.clone(), (lo, hi)))
+            .collect(),
         input_shapes: table.options.input_shapes.clone(),
         input_values: table.options.input_values.clone(),
         ..InferOptions::default()
     };
-    let (_, model, _) = load_typed_bytes(path, bytes, &infer)?;
-    Ok(verify::check_table(&model.graph, table))
+    if infer.ranges.is_empty() {
+        let (_, model, _) = load_typed_bytes(path, bytes, &infer)?;
+        return Ok(verify::check_table(&model.graph, table));
+    }
+    let upper = infer
+        .ranges
+        .iter()
+        .map(|(s, &(_, hi))| (s.clone(), hi))
+        .collect();
+    let (_, at_max, _) = load_typed_bytes(
+        path,
+        bytes.clone(),
+        &crate::ranges::bound_at(&infer, &upper),
+    )?;
+    let (_, symbolic, _) = load_typed_bytes(path, bytes, &infer)?;
+    let (mut problems, proof) = verify::check_range_table(&at_max.graph, &symbolic.graph, table);
+    let claimed = table.parametric.as_ref().map(|p| p.proof.as_str());
+    if problems.is_empty() && proof.as_deref() != claimed {
+        problems.push(format!(
+            "parametric.proof is {claimed:?} but the verifier's proof is {proof:?}"
+        ));
+    }
+    Ok(problems)
 }
 
 /// Reads an allocation table file.
@@ -598,7 +675,7 @@ pub fn write_table(table: &Table, path: &Path, outputs: &mut crate::onnx::Output
     outputs.bytes(path, text.as_bytes())
 }
 
-fn prefix(path: &Path, e: anyhow::Error) -> anyhow::Error {
+pub(crate) fn prefix(path: &Path, e: anyhow::Error) -> anyhow::Error {
     if crate::error::is_input_error(&e) {
         crate::input_error!("{}: {e:#}", path.display())
     } else {

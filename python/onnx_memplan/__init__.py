@@ -141,7 +141,8 @@ class Plan:
 def plan(
     model: ModelLike,
     *,
-    dims: Optional[Mapping[str, int]] = None,
+    dims: Optional[Mapping[str, Union[int, Tuple[int, int]]]] = None,
+    at: Optional[Mapping[str, int]] = None,
     input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
     input_values: Optional[Mapping[str, Union[int, float, Sequence[Union[int, float]]]]] = None,
     trust_value_info: bool = False,
@@ -171,7 +172,10 @@ def plan(
 
     - model: an onnx.ModelProto, its serialized bytes, or a path. A path's external data is
       read from its folder; for a model in memory, from `base_dir` (default: the current folder).
-    - dims: symbolic dimension bindings, e.g. {"batch": 1} (--dim).
+    - dims: symbolic dimension bindings, e.g. {"batch": 1}, or ranges planned once for every
+      size in them, e.g. {"sequence": (1, 512)} (--dim sequence=1..512).
+    - at: with ranges, the plan over them evaluated at one size, e.g. {"sequence": 128} (--at):
+      a fixed plan and the model specialised to that size.
     - input_shapes: whole input shapes, e.g. {"images": (1, 3, 224, 224)} (--input-shape).
     - input_values: input values to fold, e.g. {"sr": 16000, "ids": [1, 2, 3]}
       (--input-value); the plan then holds only for runs fed those values.
@@ -205,6 +209,7 @@ def plan(
     """
     options = dict(
         dims=dims,
+        at=at,
         input_shapes=input_shapes,
         input_values=input_values,
         trust_value_info=trust_value_info,

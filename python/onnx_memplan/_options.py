@@ -56,6 +56,8 @@ def _partition(value: Any) -> List[str]:
 PLAN_OPTIONS: Dict[str, Tuple[str, Any, Callable[[Any], List[str]]]] = {
     # {"batch": 1}, or a range {"sequence": (1, 512)} -> sequence=1..512
     "dims": ("--dim", None, _named("--dim", _joined(".."))),
+    # with ranges: {"sequence": 128} -> --at sequence=128
+    "at": ("--at", None, _named("--at", str)),
     "input_shapes": ("--input-shape", None, _named("--input-shape", _shape)),
     # {"sr": 16000, "ids": [1, 2, 3]} -> sr=16000, ids=1,2,3
     "input_values": ("--input-value", None, _named("--input-value", _joined(","))),

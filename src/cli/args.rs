@@ -70,6 +70,14 @@ fn parse_dim(s: &str) -> Result<(String, (i64, i64)), String> {
     Ok((name.to_string(), (lo, hi)))
 }
 
+/// `NAME=N` for `--at`: one value of a range symbol.
+pub fn parse_at(s: &str) -> Result<(String, i64), String> {
+    match parse_dim(s)? {
+        (name, (lo, hi)) if lo == hi => Ok((name, lo)),
+        _ => Err(format!("'{s}' is not NAME=N")),
+    }
+}
+
 fn parse_input_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((name, value)) if !name.is_empty() && !value.trim().is_empty() => {

@@ -60,6 +60,11 @@ pub struct PlanArgs {
     /// Extra multiply-accumulates the split may add (halo recompute), percent of the model's.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub split_overhead: f64,
+    /// With `--dim NAME=LO..HI`: write the plan over the range evaluated at this size
+    /// (`--at sequence=128`, one per range symbol), a fixed table and the model specialised to
+    /// it (repeatable).
+    #[arg(long = "at", value_name = "NAME=N", value_parser = super::args::parse_at)]
+    pub at: Vec<(String, i64)>,
     #[command(flatten)]
     pub modes: super::modes::ModeArgs,
     /// Print the summary as one JSON object on stdout (instead of the line on stderr).
@@ -80,6 +85,10 @@ impl PlanArgs {
             bail_input!("--split-overhead must be a percentage ≥ 0");
         }
         let modes = self.modes.options()?;
+        let infer = self.shapes.infer_options();
+        if !self.at.is_empty() && infer.ranges.is_empty() {
+            bail_input!("--at evaluates a plan over ranges: give a range with --dim NAME=LO..HI");
+        }
         // A budget the plan cannot meet is helped by splitting, so `--budget` splits unless
         // told otherwise.
         let split = self.split.unwrap_or(if modes.budget.is_some() {
@@ -88,7 +97,7 @@ impl PlanArgs {
             SplitChoice::Off
         });
         Ok(Options {
-            infer: self.shapes.infer_options(),
+            infer,
             liveness: LivenessOptions {
                 inplace: !self.no_inplace,
                 alias: !self.no_alias,
@@ -108,6 +117,7 @@ impl PlanArgs {
             },
             progress: None,
             cancel: None,
+            at: self.at.iter().cloned().collect(),
         })
     }
 }

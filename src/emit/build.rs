@@ -55,6 +55,7 @@ pub fn tensor_entries(
                 alias_offset,
                 strides: liveness.strides[i].clone(),
                 placement: Default::default(),
+                symbolic: Default::default(),
             }
         })
         .collect()

@@ -12,7 +12,7 @@ pub use html::render_html;
 pub use svg::{ColourBy, render_svg};
 pub use table::{
     Arena, BodyEntry, BodyTensor, BranchChoice, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo,
-    PartitionInfo, Run, SearchEnd, SourceInfo, SplitChain, SplitNode, SplitsInfo, Stats, Table,
-    TableOptions, TensorEntry, TierInfo, Transfer, UnitInfo, UnitPlacement, WorkspaceEntry,
-    offset_at,
+    ParametricInfo, PartitionInfo, Run, SearchEnd, SourceInfo, SplitChain, SplitNode, SplitsInfo,
+    Stats, SymbolicEntry, Table, TableOptions, TensorEntry, TierInfo, Transfer, UnitInfo,
+    UnitPlacement, WorkspaceEntry, offset_at,
 };

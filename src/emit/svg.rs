@@ -607,6 +607,7 @@ pub(crate) mod fixtures {
             alias_offset: None,
             strides: None,
             placement: Default::default(),
+            symbolic: Default::default(),
         }
     }
 
@@ -628,6 +629,7 @@ pub(crate) mod fixtures {
                 input_shapes: BTreeMap::new(),
                 input_values: BTreeMap::new(),
                 specialised_io: false,
+                ranges: BTreeMap::new(),
             },
             schedule: (0..steps).collect(),
             arenas,
@@ -646,6 +648,7 @@ pub(crate) mod fixtures {
             offload: None,
             partition: None,
             splits: None,
+            parametric: None,
         }
     }
 

@@ -40,6 +40,22 @@ pub struct Table {
     /// Split mode (`--split auto`): the chains of operators cut into tiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub splits: Option<SplitsInfo>,
+    /// A plan over ranges of sizes (`--dim NAME=LO..HI`): the parametric plan's arena.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parametric: Option<ParametricInfo>,
+}
+
+/// The parametric plan of a table planned over ranges: its arena as an expression in the
+/// symbols (grammar in docs/format.md), and at the upper corner of the ranges.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ParametricInfo {
+    /// The arena: the max of the ends of the topmost tensors (`max($3, $7)`).
+    pub arena_expr: String,
+    /// `arena_expr` with every symbol at the upper end of its range.
+    pub arena_at_max: u64,
+    /// How the verifier proved the plan for every point: `exhaustive` (every point of the
+    /// ranges, at most 4096) or `symbolic` (monotone sizes and placement chains).
+    pub proof: String,
 }
 
 /// An `If` of which one branch is ruled out for the planned inputs.
@@ -90,6 +106,11 @@ pub struct TableOptions {
     /// of the declared ones: set whenever `dims`, `input_shapes` or `input_values` bind something.
     #[serde(default)]
     pub specialised_io: bool,
+    /// Symbols planned over an inclusive integer range (`--dim NAME=LO..HI`): name →
+    /// `[LO, HI]`. The table's `shape`, `bytes`, `offset` and `arenas` are then the
+    /// upper-bound plan at every symbol's `HI`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ranges: BTreeMap<String, [i64; 2]>,
 }
 
 /// One arena.
@@ -399,6 +420,31 @@ pub struct TensorEntry {
     /// Placement extras of the advanced modes (partition units, stored dtype).
     #[serde(flatten)]
     pub placement: UnitPlacement,
+    /// Sizes and offsets as expressions in the symbols of a range plan (empty otherwise).
+    #[serde(flatten)]
+    pub symbolic: SymbolicEntry,
+}
+
+/// A tensor's sizes and offset as expressions (grammar in docs/format.md), in a table
+/// planned over ranges; every field is absent in a fixed table.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SymbolicEntry {
+    /// Each dimension's expression; absent when one cannot be formed (see `upper_bound`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape_expr: Option<Vec<String>>,
+    /// Bytes as an expression; a constant when the tensor is planned at its upper bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_expr: Option<String>,
+    /// The parametric plan's offset (arena tensors only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_expr: Option<String>,
+    /// True when `bytes_expr` is the tensor's size at the upper corner rather than its
+    /// exact size (no expression could be formed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upper_bound: bool,
+    /// Why the tensor is planned at its upper bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper_bound_reason: Option<String>,
 }
 
 /// Where a tensor sits among compute units (partition mode; empty otherwise).

@@ -74,33 +74,36 @@ impl ParametricPlan {
         Some((offsets, arena))
     }
 
-    /// Buffer `i`'s offset in the table grammar: `max($j, $k)` over the ends `$j` of the
-    /// buffers below it, or `0`.
-    pub fn offset_text(&self, i: usize) -> String {
-        max_of(&self.below[i])
+    /// Buffer `i`'s offset in the table grammar: `max(E, F)` over the ends `E`, `F` of the
+    /// buffers below it (each written by `end_of`, e.g. `$3`), or `0`.
+    pub fn offset_text(&self, i: usize, end_of: &dyn Fn(usize) -> String) -> String {
+        max_of(&self.below[i], end_of)
     }
 
-    /// The arena in the table grammar: the max of the ends of the buffers nothing is placed
-    /// on (the others end below some buffer's end).
-    pub fn arena_text(&self) -> String {
+    /// The buffers nothing is placed on, in placement order: the arena is the max of their
+    /// ends (every other buffer ends below some buffer's start).
+    pub fn tops(&self) -> Vec<usize> {
         let mut covered = vec![false; self.sizes.len()];
         for below in &self.below {
             for &j in below {
                 covered[j] = true;
             }
         }
-        let tops: Vec<usize> = self
-            .order
+        self.order
             .iter()
             .copied()
             .filter(|&i| !covered[i])
-            .collect();
-        max_of(&tops)
+            .collect()
+    }
+
+    /// The arena in the table grammar: the max of the ends of the [`tops`](Self::tops).
+    pub fn arena_text(&self, end_of: &dyn Fn(usize) -> String) -> String {
+        max_of(&self.tops(), end_of)
     }
 }
 
-fn max_of(ends: &[usize]) -> String {
-    let terms: Vec<String> = ends.iter().map(|j| format!("${j}")).collect();
+fn max_of(ends: &[usize], end_of: &dyn Fn(usize) -> String) -> String {
+    let terms: Vec<String> = ends.iter().map(|&j| end_of(j)).collect();
     match terms.len() {
         0 => "0".to_string(),
         1 => terms[0].clone(),
@@ -302,7 +305,10 @@ mod tests {
             );
             assert_eq!(offsets, plan_offsets_by_hand(&plan, v, square));
         }
-        assert_eq!(plan.arena_text(), format!("${}", plan.order[1]));
+        assert_eq!(
+            plan.arena_text(&|j| format!("${j}")),
+            format!("${}", plan.order[1])
+        );
     }
 
     /// The hand rule: the first-placed buffer at 0, the second at the first's size.

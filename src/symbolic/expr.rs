@@ -291,8 +291,9 @@ fn gcd(a: i64, b: i64) -> i64 {
     a as i64
 }
 
-/// Writes the expression in the table grammar (see docs/dynamic-shapes.md): terms joined by
-/// ` + ` and ` - `, constant last, each term `coefficient*atom*atom`, a quotient `(P)//d`.
+/// Writes the expression in the table grammar (docs/format.md, "Size expressions"): terms
+/// joined by ` + ` and ` - `, constant last, each term `coefficient*atom*atom`, a quotient
+/// `(P)//d`, bracketed `((P)//d)` inside a product.
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.terms.is_empty() {
@@ -326,6 +327,11 @@ impl fmt::Display for Expr {
                 }
                 match atom {
                     Atom::Symbol(s) => f.write_str(s)?,
+                    // In a product a quotient is bracketed: `3*((H + 1)//2)*W`, since
+                    // `3*(H + 1)//2*W` would read as `(3*(H + 1))//2*W`.
+                    Atom::FloorDiv(e, d) if m.len() > 1 || magnitude != 1 => {
+                        write!(f, "(({e})//{d})")?
+                    }
                     Atom::FloorDiv(e, d) => write!(f, "({e})//{d}")?,
                 }
             }

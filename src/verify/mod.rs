@@ -4,15 +4,19 @@
 
 mod alias;
 mod branches;
+mod expr;
 mod lifetimes;
 mod modes;
 mod overlap;
+mod range;
 mod strided;
 
 use std::collections::HashMap;
 
 use crate::emit::Table;
 use crate::ir::{Graph, ValueKind};
+
+pub use range::EXHAUSTIVE_POINTS;
 
 /// Checks `table` against the typed `graph`; returns every problem found (empty = valid).
 pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
@@ -48,4 +52,22 @@ pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
     modes::check_moves_together(table, &index, &classes, &mut problems);
     overlap::check_overlaps(table, &index, &classes, &runs, &mut problems);
     problems
+}
+
+/// Checks a table planned over ranges (`options.ranges`): the fixed upper-bound plan against
+/// `at_max` (the model typed with every symbol at the upper end of its range), and the
+/// expressions and parametric offsets for every point against `symbolic` (the model typed
+/// over the ranges). Returns the problems found and, when there are none, how the parametric
+/// plan was proven (`exhaustive` or `symbolic`).
+pub fn check_range_table(
+    at_max: &Graph,
+    symbolic: &Graph,
+    table: &Table,
+) -> (Vec<String>, Option<String>) {
+    let mut problems = check_table(at_max, table);
+    if !problems.is_empty() {
+        return (problems, None);
+    }
+    let proof = range::check_ranges(symbolic, table, &mut problems);
+    (problems, proof)
 }

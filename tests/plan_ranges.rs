@@ -1,0 +1,315 @@
+//! `plan --dim NAME=LO..HI` end to end on the real models: the table over the range verifies
+//! (exhaustively for bert_tiny's 128 sequence lengths, symbolically for resnet_small's
+//! 129 × 129 image sizes), a tampered offset is refused, and `--at` writes fixed tables that
+//! the fixed verifier accepts, whose arenas are compared with plans made for each size alone
+//! (`plan --dim sequence=V`, the baseline).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_verify_refuses, read_table, root, run_cli};
+use onnx_memplan::onnx::proto::{ModelProto, tensor_shape_proto::dimension, type_proto};
+use prost::Message;
+
+fn plan(model: &Path, out: &Path, args: &[&str]) {
+    let mut all = vec![
+        "plan",
+        model.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ];
+    all.extend(args);
+    let run = run_cli(&all);
+    assert!(
+        run.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+fn verify_ok(model: &Path, table: &Path) {
+    let run = run_cli(&["verify", model.to_str().unwrap(), table.to_str().unwrap()]);
+    assert!(
+        run.status.success(),
+        "{}: {}",
+        table.display(),
+        String::from_utf8_lossy(&run.stdout)
+    );
+}
+
+fn table_of(out: &Path) -> PathBuf {
+    out.with_extension("json")
+}
+
+/// Rewrites one tensor's `offset_expr` in the table at `path` to `0`, the one most likely to
+/// collide: the first arena tensor placed above another.
+fn tamper(path: &Path) {
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let tensors = json["tensors"].as_array_mut().unwrap();
+    let victim = tensors
+        .iter_mut()
+        .find(|t| {
+            t["offset_expr"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("max("))
+        })
+        .expect("a tensor placed above others");
+    victim["offset_expr"] = "0".into();
+    std::fs::write(path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+}
+
+#[test]
+fn bert_over_sequence_lengths_verifies_and_evaluates_tightly() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = root().join("models/bert_tiny.onnx");
+    let out = dir.path().join("bert.memplan.onnx");
+    let range = ["--dim", "batch=1", "--dim", "sequence=1..128"];
+    plan(&model, &out, &range);
+    let table = read_table(&table_of(&out));
+    let parametric = table.parametric.as_ref().expect("a parametric section");
+    assert_eq!(parametric.proof, "exhaustive");
+    assert!(table.tensors.iter().all(|t| t.offset.is_none()
+        || (t.symbolic.offset_expr.is_some() && t.symbolic.bytes_expr.is_some())));
+    // The input ids are int64 [1, sequence]: 8·sequence bytes, by hand.
+    let ids = table
+        .tensors
+        .iter()
+        .find(|t| t.name == "input_ids")
+        .unwrap();
+    assert_eq!(ids.symbolic.bytes_expr.as_deref(), Some("8*sequence"));
+    assert_eq!(
+        ids.symbolic.shape_expr,
+        Some(vec!["1".to_string(), "sequence".to_string()])
+    );
+    verify_ok(&model, &table_of(&out));
+
+    for v in [1, 2, 16, 64, 128] {
+        let at = dir.path().join(format!("at{v}.memplan.onnx"));
+        let point = format!("sequence={v}");
+        let mut args = range.to_vec();
+        args.extend(["--at", point.as_str()]);
+        plan(&model, &at, &args);
+        verify_ok(&model, &table_of(&at));
+        let fixed = read_table(&table_of(&at));
+        assert_eq!(fixed.options.dims["sequence"], v);
+        assert!(fixed.parametric.is_none() && fixed.options.ranges.is_empty());
+        let alone = dir.path().join(format!("alone{v}.memplan.onnx"));
+        plan(&model, &alone, &["--dim", "batch=1", "--dim", &point]);
+        let baseline = read_table(&table_of(&alone)).arenas[0].bytes;
+        let evaluated = fixed.arenas[0].bytes;
+        assert!(
+            evaluated as f64 <= 1.05 * baseline as f64,
+            "sequence {v}: {evaluated} bytes against {baseline} planned alone"
+        );
+    }
+
+    tamper(&table_of(&out));
+    assert_verify_refuses(&model, &table_of(&out), "overlap");
+}
+
+/// resnet_small with its image's height and width made the symbols `H` and `W`.
+fn symbolic_image(dir: &Path) -> PathBuf {
+    let bytes = std::fs::read(root().join("models/resnet_small.onnx")).unwrap();
+    let mut proto = ModelProto::decode(bytes.as_slice()).unwrap();
+    let input = &mut proto.graph.as_mut().unwrap().input[0];
+    let Some(type_proto::Value::TensorType(t)) = input.r#type.as_mut().unwrap().value.as_mut()
+    else {
+        panic!("a tensor input");
+    };
+    let dims = &mut t.shape.as_mut().unwrap().dim;
+    let n = dims.len();
+    dims[n - 2].value = Some(dimension::Value::DimParam("H".into()));
+    dims[n - 1].value = Some(dimension::Value::DimParam("W".into()));
+    let path = dir.join("resnet_hw.onnx");
+    std::fs::write(&path, proto.encode_to_vec()).unwrap();
+    path
+}
+
+#[test]
+fn resnet_over_image_sizes_is_proven_symbolically() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = symbolic_image(dir.path());
+    let out = dir.path().join("resnet.memplan.onnx");
+    let range = [
+        "--dim",
+        "batch=1",
+        "--dim",
+        "H=32..160",
+        "--dim",
+        "W=32..160",
+    ];
+    plan(&model, &out, &range);
+    let table = read_table(&table_of(&out));
+    // 129 × 129 points are more than the exhaustive limit of 4096.
+    assert_eq!(table.parametric.as_ref().unwrap().proof, "symbolic");
+    // The stride-2 stem halves H: a floor quotient appears in some shape.
+    assert!(table.tensors.iter().any(|t| {
+        t.symbolic
+            .shape_expr
+            .iter()
+            .flatten()
+            .any(|d| d.contains("//2"))
+    }));
+    verify_ok(&model, &table_of(&out));
+    let at = dir.path().join("at.memplan.onnx");
+    let mut args = range.to_vec();
+    args.extend(["--at", "H=77", "--at", "W=45"]);
+    plan(&model, &at, &args);
+    verify_ok(&model, &table_of(&at));
+
+    tamper(&table_of(&out));
+    assert_verify_refuses(&model, &table_of(&out), "neither is placed above");
+}
+
+#[test]
+fn bad_range_options_are_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = root().join("models/bert_tiny.onnx");
+    let out = dir.path().join("x.memplan.onnx");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "--dim",
+                "batch=1",
+                "--dim",
+                "sequence=8",
+                "--at",
+                "sequence=8",
+            ],
+            "--at",
+        ),
+        (
+            &[
+                "--dim",
+                "batch=1",
+                "--dim",
+                "sequence=1..128",
+                "--at",
+                "sequence=200",
+            ],
+            "outside",
+        ),
+        (
+            &[
+                "--dim",
+                "batch=1",
+                "--dim",
+                "sequence=1..128",
+                "--at",
+                "batch=1",
+            ],
+            "not planned over a range",
+        ),
+        (
+            &[
+                "--dim",
+                "batch=1",
+                "--dim",
+                "sequence=1..128",
+                "--schedule",
+                "memory",
+            ],
+            "one size",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["plan", model.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        all.extend(args);
+        let run = run_cli(&all);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} wrote a file");
+    }
+}
+
+/// The evaluators of docs/eval (Python, and C when a compiler is present) read the table over
+/// the range and must give, at sequence = 37, the offsets and arena of the fixed table that
+/// `--at sequence=37` wrote and the fixed verifier accepted.
+#[test]
+fn the_documented_evaluators_agree_with_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = root().join("models/bert_tiny.onnx");
+    let out = dir.path().join("bert.memplan.onnx");
+    let at = dir.path().join("at.memplan.onnx");
+    let range = ["--dim", "batch=1", "--dim", "sequence=1..128"];
+    plan(&model, &out, &range);
+    let mut args = range.to_vec();
+    args.extend(["--at", "sequence=37"]);
+    plan(&model, &at, &args);
+    let range_table = read_table(&table_of(&out));
+    let fixed = read_table(&table_of(&at));
+    let mut want: Vec<String> = Vec::new();
+    for (k, t) in fixed.tensors.iter().enumerate() {
+        if let Some(offset) = t.offset {
+            let size = t.bytes.unwrap();
+            want.push(format!("{k} {offset} {size}"));
+        }
+    }
+    want.push(format!("arena {}", fixed.arenas[0].bytes));
+
+    let python = std::process::Command::new("python3")
+        .arg(root().join("docs/eval/memplan_eval.py"))
+        .arg(table_of(&out))
+        .arg("sequence=37")
+        .output();
+    match python {
+        Ok(run) if run.status.success() => {
+            let names: Vec<String> = String::from_utf8_lossy(&run.stdout)
+                .lines()
+                .map(|l| {
+                    let parts: Vec<&str> = l.splitn(3, ' ').collect();
+                    if parts[0] == "arena" {
+                        l.to_string()
+                    } else {
+                        let k = range_table
+                            .tensors
+                            .iter()
+                            .position(|t| t.name == parts[2])
+                            .unwrap();
+                        format!("{k} {} {}", parts[0], parts[1])
+                    }
+                })
+                .collect();
+            assert_eq!(names, want, "docs/eval/memplan_eval.py");
+        }
+        Ok(run) => panic!("memplan_eval.py: {}", String::from_utf8_lossy(&run.stderr)),
+        Err(_) => eprintln!("SKIPPED the Python evaluator: no python3 on PATH"),
+    }
+
+    let binary = dir.path().join("memplan_eval");
+    let compiled = std::process::Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&binary)
+        .arg(root().join("docs/eval/memplan_eval.c"))
+        .status();
+    if !compiled.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED the C evaluator: no working C compiler (cc)");
+        return;
+    }
+    let mut listing = format!("{} sequence=37\n", range_table.options.alignment);
+    for (k, t) in range_table.tensors.iter().enumerate() {
+        if let (Some(b), Some(o)) = (&t.symbolic.bytes_expr, &t.symbolic.offset_expr) {
+            listing.push_str(&format!("{k}|{b}|{o}\n"));
+        }
+    }
+    listing.push_str(&format!(
+        "arena|{}\n",
+        range_table.parametric.as_ref().unwrap().arena_expr
+    ));
+    let listing_path = dir.path().join("listing.txt");
+    std::fs::write(&listing_path, listing).unwrap();
+    let run = std::process::Command::new(&binary)
+        .stdin(std::fs::File::open(&listing_path).unwrap())
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let got: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(got, want, "docs/eval/memplan_eval.c");
+}
