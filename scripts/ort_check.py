@@ -7,6 +7,8 @@ For every *.onnx under --models (files named *.memplan.onnx are skipped) this:
   (a) binds the symbolic dims of the model's inputs (names containing "batch" -> 1, anything else
       -> 16, or what --manifest / --dim say) and runs
           BIN plan MODEL -o OUT/<stem>.memplan.onnx --table OUT/<stem>.memplan.json --dim NAME=N ...
+      (with --range NAME=LO..HI: `--dim NAME=LO..HI --at NAME=N` instead, the plan over the range
+      evaluated at the binding);
   (b) runs onnx.checker.check_model(annotated, full_check=True) and checks that the annotated model
       keeps the original's nodes and initializers and carries the memplan metadata;
   (c) runs the original and the annotated model in onnxruntime (CPU EP, graph optimizations disabled,
@@ -299,8 +301,12 @@ def check_one(path: str, a, manifest_entry: dict) -> Result:
             if os.path.exists(f):
                 os.remove(f)
         cmd = [a.bin, "plan", path, "-o", out_model, "--table", out_table]
+        ranges = dict(r.split("=", 1) for r in a.range)
         for k, v in bindings.items():
-            cmd += ["--dim", f"{k}={v}"]
+            if k in ranges:  # plan the range, write it evaluated at the binding
+                cmd += ["--dim", f"{k}={ranges[k]}", "--at", f"{k}={v}"]
+            else:
+                cmd += ["--dim", f"{k}={v}"]
         for name in anonymous + list(manifest_entry.get("input_shapes", {})):
             cmd += ["--input-shape", f"{name}=" + "x".join(str(d) for d in shapes[name])]
         for name, value in manifest_entry.get("input_values", {}).items():
@@ -800,6 +806,9 @@ def main() -> int:
     ap.add_argument("--dim", action="append", default=[],
                     help="NAME=N: override the binding of a symbolic dim the model has")
     ap.add_argument("--dim-force", action="store_true", help="pass --dim bindings even if unused")
+    ap.add_argument("--range", action="append", default=[],
+                    help="NAME=LO..HI: plan that dim over the range and write the plan evaluated "
+                         "at its binding (`plan --dim NAME=LO..HI --at NAME=N`)")
     ap.add_argument("--tool-arg", action="append", default=[],
                     help="extra argument passed to `BIN plan` (repeatable)")
     ap.add_argument("--seed", type=int, default=0)

@@ -313,3 +313,83 @@ fn the_documented_evaluators_agree_with_at() {
         .collect();
     assert_eq!(got, want, "docs/eval/memplan_eval.c");
 }
+
+/// The hand-worked case. `x: float32[s, 1]` and `xt: float32[1, s]` are inputs and `y`
+/// the output, all outside the arena (`--exclude-io`); the arena holds `a = Relu(x)` (4·s
+/// bytes, live over steps 0..2) and `b = Mul(a, xt)` (4·s·s bytes, steps 1..2): crossing
+/// lifetimes, so one sits on the other. Worked by hand with alignment 1: the one placed first
+/// is at 0 and the other at its size, so the offsets are {b: 0, a: 4·s·s} (larger first) or
+/// {a: 0, b: 4·s}, and the arena is 4·s + 4·s·s at every s, which no plan for one s can beat
+/// (both are live at step 1). Checked at every s in 1..64 through `--at` (evaluated by the
+/// tool, then checked by the fixed verifier).
+#[test]
+fn s_and_s_squared_with_crossing_lifetimes_by_hand() {
+    use common::{model, node, write_model};
+    use onnx_memplan::onnx::proto::tensor_shape_proto::Dimension;
+    use onnx_memplan::onnx::proto::{GraphProto, TensorShapeProto, TypeProto, ValueInfoProto};
+
+    let info = |name: &str, dims: &[&str]| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|d| Dimension {
+                            value: Some(match d.parse::<i64>() {
+                                Ok(v) => dimension::Value::DimValue(v),
+                                Err(_) => dimension::Value::DimParam(d.to_string()),
+                            }),
+                            denotation: None,
+                        })
+                        .collect(),
+                }),
+            })),
+            denotation: None,
+        }),
+        ..Default::default()
+    };
+    let graph = GraphProto {
+        name: Some("crossing".into()),
+        node: vec![
+            node("Relu", &["x"], &["a"]),
+            node("Mul", &["a", "xt"], &["b"]),
+            node("Add", &["b", "a"], &["y"]),
+        ],
+        input: vec![info("x", &["s", "1"]), info("xt", &["1", "s"])],
+        output: vec![info("y", &["s", "s"])],
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crossing.onnx");
+    write_model(&model(graph), &path);
+    let out = dir.path().join("crossing.memplan.onnx");
+    let range = ["--dim", "s=1..64", "--alignment", "1", "--exclude-io"];
+    plan(&path, &out, &range);
+    verify_ok(&path, &table_of(&out));
+    let table = read_table(&table_of(&out));
+    let index = |n: &str| table.tensors.iter().position(|t| t.name == n).unwrap();
+    let (a, b) = (&table.tensors[index("a")], &table.tensors[index("b")]);
+    assert_eq!(a.symbolic.bytes_expr.as_deref(), Some("4*s"));
+    assert_eq!(b.symbolic.bytes_expr.as_deref(), Some("4*s*s"));
+    let b_first = b.symbolic.offset_expr.as_deref() == Some("0");
+    if b_first {
+        assert_eq!(a.symbolic.offset_expr, Some(format!("${}", index("b"))));
+    } else {
+        assert_eq!(a.symbolic.offset_expr.as_deref(), Some("0"));
+        assert_eq!(b.symbolic.offset_expr, Some(format!("${}", index("a"))));
+    }
+    for s in 1..=64u64 {
+        let at = dir.path().join(format!("at{s}.memplan.onnx"));
+        let point = format!("s={s}");
+        let mut args = range.to_vec();
+        args.extend(["--at", point.as_str()]);
+        plan(&path, &at, &args);
+        let fixed = read_table(&table_of(&at));
+        let offset = |n: &str| fixed.tensors[index(n)].offset.unwrap();
+        let (want_a, want_b) = if b_first { (4 * s * s, 0) } else { (0, 4 * s) };
+        assert_eq!((offset("a"), offset("b")), (want_a, want_b), "s = {s}");
+        assert_eq!(fixed.arenas[0].bytes, 4 * s + 4 * s * s, "s = {s}");
+    }
+}
