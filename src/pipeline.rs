@@ -10,11 +10,13 @@ use anyhow::{Context, Result, anyhow};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::emit::{self, ModelInfo, SourceInfo, Stats, Table, TableOptions};
+use crate::emit::{self, ModelInfo, Stats, Table, TableOptions};
 use crate::infer::{InferOptions, InferReport, infer_model};
 use crate::ir::Model;
 use crate::liveness::{Liveness, LivenessOptions, analyse_best};
-use crate::onnx::{decode_model, load_model, proto::ModelProto};
+use crate::onnx::{
+    ModelFile, PendingDigest, decode_model, hex, load_model, open_model_file, proto::ModelProto,
+};
 use crate::plan::{self, Budget, PlanOptions, PlannerChoice, Problem, Progress};
 use crate::split::{self, SplitChoice, SplitOptions};
 use crate::{bail_input, schedule, verify};
@@ -208,9 +210,10 @@ impl Planned {
             .is_some_and(|s| !s.chains.is_empty())
     }
 
-    /// The annotated model's bytes, to be written as `model_file` beside `table_file`. For a
-    /// rewritten model the annotated model is the model the table describes, so the table's
-    /// `model` then names that file and its SHA-256.
+    /// The annotated model's bytes in memory (for callers that need them as bytes; `plan`
+    /// streams them with [`Planned::write_annotated`]), to be written as `model_file` beside
+    /// `table_file`. For a rewritten model the annotated model is the model the table
+    /// describes, so the table's `model` then names that file and its SHA-256.
     pub fn annotated_bytes(&mut self, table_file: &str, model_file: &str) -> Vec<u8> {
         use prost::Message;
         let bytes = self.annotated(table_file).encode_to_vec();
@@ -219,6 +222,42 @@ impl Planned {
             self.table.model.sha256 = hex(&Sha256::digest(&bytes));
         }
         bytes
+    }
+
+    /// Stages the annotated model as the file `target` (named `model_file`) of `outputs`,
+    /// beside the table `table_file`, streamed: payloads that are slices of `source` (the file
+    /// the plan was made from) are copied from it. For a rewritten model the annotated model
+    /// is the model the table describes, so the table's `model` then names that file and its
+    /// SHA-256 (hashed while writing).
+    pub fn write_annotated(
+        &mut self,
+        table_file: &str,
+        model_file: &str,
+        target: &Path,
+        source: Option<&ModelFile>,
+        outputs: &mut crate::onnx::Outputs,
+    ) -> Result<()> {
+        let rewritten = self.is_rewritten();
+        let digest = outputs.model(target, &self.annotated(table_file), source, rewritten)?;
+        if let Some(digest) = digest {
+            self.table.model.file = model_file.to_string();
+            self.table.model.sha256 = hex(&digest);
+        }
+        Ok(())
+    }
+
+    /// Records the SHA-256 of the input file in the table: the model's, or for a split plan
+    /// the source's (and the model's too when nothing was rewritten).
+    pub fn set_input_digest(&mut self, digest: String) {
+        match &mut self.table.splits {
+            Some(splits) => {
+                if splits.chains.is_empty() {
+                    self.table.model.sha256 = digest.clone();
+                }
+                splits.source.sha256 = digest;
+            }
+            None => self.table.model.sha256 = digest,
+        }
     }
 }
 
@@ -260,20 +299,29 @@ pub(crate) fn type_model(
 /// # Ok::<(), anyhow::Error>(())
 /// ```
 pub fn plan_model(path: &Path, options: &Options) -> Result<Planned> {
-    plan_model_bytes(path, read_file(path)?, options)
+    plan_model_bytes(path, open_model_file(path)?.bytes, options)
 }
 
 /// Runs the whole pass on the bytes of the model file at `path` (which names the model in
 /// messages and in the table, and whose folder holds its external data).
 pub fn plan_model_bytes(path: &Path, bytes: Bytes, options: &Options) -> Result<Planned> {
     let started = Instant::now();
-    // Hash the file on another core while the rest of the pass runs; the table needs the
-    // digest only at the end.
-    std::thread::scope(|scope| {
-        let hashing = scope.spawn(|| hex(&Sha256::digest(&bytes)));
-        let digest = || hashing.join().expect("hashing cannot panic");
-        plan_bytes(path, bytes.clone(), options, started, digest)
-    })
+    let (mut planned, digest) = plan_model_deferred(path, bytes, options)?;
+    planned.set_input_digest(digest.wait());
+    planned.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(planned)
+}
+
+/// The pass of [`plan_model_bytes`] without waiting for the file's SHA-256, which is computed
+/// on another core meanwhile: the caller can write the annotated model while it runs, then
+/// records it with [`Planned::set_input_digest`] (the table's digests are empty until then).
+pub fn plan_model_deferred(
+    path: &Path,
+    bytes: Bytes,
+    options: &Options,
+) -> Result<(Planned, PendingDigest)> {
+    let digest = PendingDigest::start(bytes.clone());
+    Ok((plan_bytes(path, bytes, options)?, digest))
 }
 
 /// The name messages give a model that has no file (the Python API's bytes or ModelProto).
@@ -292,20 +340,8 @@ pub fn plan_in_memory(bytes: Bytes, base_dir: &Path, options: &Options) -> Resul
     Ok(planned)
 }
 
-fn read_file(path: &Path) -> Result<Bytes> {
-    std::fs::read(path)
-        .map(Bytes::from)
-        .map_err(|e| crate::input_error!("{}: cannot read: {e}", path.display()))
-}
-
-/// The pass after reading: `sha256` yields the file's digest when the table is built.
-fn plan_bytes(
-    path: &Path,
-    bytes: Bytes,
-    options: &Options,
-    started: Instant,
-    sha256: impl FnOnce() -> String,
-) -> Result<Planned> {
+/// The pass after reading; the table's digests stay empty.
+fn plan_bytes(path: &Path, bytes: Bytes, options: &Options) -> Result<Planned> {
     let proto = decode_model(path, bytes)?;
     // The time limit counts from here, once the file is read and decoded.
     let mut budget = Budget::for_time(options.time_limit, Instant::now());
@@ -321,20 +357,11 @@ fn plan_bytes(
         SplitChoice::Off => plan_proto(path, proto, options, &budget)?,
         SplitChoice::Auto => plan_split(path, proto, options, &budget)?,
     };
-    let digest = sha256();
-    match &mut planned.table.splits {
-        Some(splits) => {
-            splits.source = SourceInfo {
-                file: file_name(path),
-                sha256: digest.clone(),
-            };
-            if splits.chains.is_empty() {
-                planned.table.model.sha256 = digest;
-            }
-        }
-        None => planned.table.model.sha256 = digest,
-    }
-    planned.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
+    planned
+        .table
+        .splits
+        .iter_mut()
+        .for_each(|s| s.source.file = file_name(path));
     Ok(planned)
 }
 
@@ -602,7 +629,7 @@ pub fn problem_of(liveness: &Liveness, alignment: u64) -> Problem {
 /// # Ok::<(), anyhow::Error>(())
 /// ```
 pub fn verify_table(path: &Path, table: &Table) -> Result<Vec<String>> {
-    verify_table_bytes(path, read_file(path)?, table)
+    verify_table_bytes(path, open_model_file(path)?.bytes, table)
 }
 
 /// [`verify_table`] on the bytes of the model at `path`.
@@ -687,8 +714,4 @@ fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -2,13 +2,13 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::args::ShapeArgs;
 use crate::liveness::LivenessOptions;
-use crate::pipeline::{Options, Planned, ScheduleChoice, plan_model, write_table};
+use crate::pipeline::{Options, Planned, ScheduleChoice, plan_model_deferred, write_table};
 use crate::plan::PlannerChoice;
 use crate::split::{SplitChoice, SplitOptions};
 use crate::{bail_input, onnx};
@@ -171,18 +171,24 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     let mut options = args.options()?;
     options.progress = super::progress::for_terminal(args.quiet);
     let progress = options.progress.clone();
-    let mut planned = super::progress::show_while(progress, || plan_model(&args.model, &options))?;
+    let started = Instant::now();
+    let input = onnx::open_model_file(&args.model)?;
+    let (mut planned, digest) = super::progress::show_while(progress, || {
+        plan_model_deferred(&args.model, input.bytes.clone(), &options)
+    })?;
     for line in &planned.report.disagreements {
         eprintln!("warning: {line}");
     }
     let mut outputs = onnx::Outputs::new();
-    stage_outputs(
+    stage_outputs_from(
         &mut planned,
         &args.model,
+        Some((&input, digest)),
         &output,
         &table_path,
         &mut outputs,
     )?;
+    planned.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
     args.modes.write_figures(&planned, &mut outputs)?;
     outputs.commit()?;
     if args.json {
@@ -218,12 +224,26 @@ pub fn refuse_overwrite(model: &Path, outputs: &[&Path]) -> Result<()> {
 }
 
 /// Stages the files `plan` writes for the model at `model` (whose folder holds its external
-/// data): the external-data files beside `output`, the table, and the annotated model naming
+/// data): the external-data files beside `output`, the annotated model naming the table, and
 /// the table; `outputs.commit()` then names them all. For a split plan the table's `model`
 /// becomes the written model.
 pub fn stage_outputs(
     planned: &mut Planned,
     model: &Path,
+    output: &Path,
+    table: &Path,
+    outputs: &mut onnx::Outputs,
+) -> Result<()> {
+    stage_outputs_from(planned, model, None, output, table, outputs)
+}
+
+/// [`stage_outputs`] for a plan made from `input`, the file opened and its SHA-256 still
+/// being computed (see [`plan_model_deferred`]): payloads are copied from the file, and the
+/// digest is awaited after the model is written, before the table.
+pub fn stage_outputs_from(
+    planned: &mut Planned,
+    model: &Path,
+    input: Option<(&onnx::ModelFile, onnx::PendingDigest)>,
     output: &Path,
     table: &Path,
     outputs: &mut onnx::Outputs,
@@ -236,10 +256,13 @@ pub fn stage_outputs(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let annotated = planned.annotated_bytes(&table_name, &model_name);
     outputs.external_data(&planned.original, model, output)?;
-    write_table(&planned.table, table, outputs)?;
-    outputs.bytes(output, &annotated)
+    let (source, digest) = input.unzip();
+    planned.write_annotated(&table_name, &model_name, output, source, outputs)?;
+    if let Some(digest) = digest {
+        planned.set_input_digest(digest.wait());
+    }
+    write_table(&planned.table, table, outputs)
 }
 
 fn stem(path: &Path) -> String {

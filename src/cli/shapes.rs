@@ -51,6 +51,8 @@ pub fn run(args: &ShapesArgs) -> Result<i32> {
         outputs.model(
             out,
             &emit::with_inferred_types(&proto, graph, options.binds_shapes()),
+            None,
+            false,
         )?;
         outputs.commit()?;
     }

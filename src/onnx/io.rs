@@ -1,6 +1,7 @@
 //! Reading model files: protobuf decode and external-data checks.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -13,8 +14,57 @@ use crate::{bail_input, input_error};
 /// Reads and decodes a model file, checking that its external data files exist and are large
 /// enough. Tensor payloads stay slices of the file's bytes (no copy).
 pub fn load_model(path: &Path) -> Result<ModelProto> {
-    let data = fs::read(path).map_err(|e| input_error!("{}: cannot read: {e}", path.display()))?;
-    decode_model(path, Bytes::from(data))
+    decode_model(path, open_model_file(path)?.bytes)
+}
+
+/// A model file's bytes and the open file they came from: payloads decoded from the bytes are
+/// slices of them, so a writer can tell where in the file each one lies and let the kernel
+/// copy it.
+pub struct ModelFile {
+    /// The file's bytes (mapped, or read where the file cannot be mapped).
+    pub bytes: Bytes,
+    file: File,
+}
+
+impl ModelFile {
+    /// The open file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where `slice` starts in the file, when it lies within the file's bytes.
+    pub fn offset_of(&self, slice: &[u8]) -> Option<u64> {
+        let base = self.bytes.as_ptr() as usize;
+        let start = (slice.as_ptr() as usize).checked_sub(base)?;
+        (start + slice.len() <= self.bytes.len()).then_some(start as u64)
+    }
+}
+
+/// Opens a model file: its bytes are the file mapped into memory (the pages are the system's
+/// file cache, so reading copies nothing), or read into memory where it cannot be mapped
+/// (pipes, empty files).
+///
+/// A mapped file must not be shortened by another program while the pass runs (the process
+/// would then be stopped by `SIGBUS`), as with every program that maps its input (git's pack
+/// files, ripgrep).
+pub fn open_model_file(path: &Path) -> Result<ModelFile> {
+    let cannot_read = |e: std::io::Error| input_error!("{}: cannot read: {e}", path.display());
+    let file = File::open(path).map_err(cannot_read)?;
+    let regular = file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
+    if regular {
+        // SAFETY: the mapping is read-only; see above for the one hazard, a file shortened
+        // underneath the mapping.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            let bytes = Bytes::from_owner(map);
+            return Ok(ModelFile { bytes, file });
+        }
+    }
+    let mut data = Vec::new();
+    (&file).read_to_end(&mut data).map_err(cannot_read)?;
+    Ok(ModelFile {
+        bytes: Bytes::from(data),
+        file,
+    })
 }
 
 /// Decodes a model from the bytes of the file at `path` (used for messages and to resolve

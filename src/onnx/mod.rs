@@ -6,9 +6,12 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
 
+mod digest;
 mod encode;
 mod io;
 mod outputs;
 
-pub use io::{decode_model, external_files, load_model, model_dir};
+pub use digest::{PendingDigest, hex};
+pub use encode::write_model;
+pub use io::{ModelFile, decode_model, external_files, load_model, model_dir, open_model_file};
 pub use outputs::Outputs;

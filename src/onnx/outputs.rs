@@ -77,10 +77,18 @@ impl Outputs {
             .map_err(|e| input_error!("{}: cannot write: {e}", target.display()))
     }
 
-    /// Stages the encoding of `model` as the file `target`.
-    pub fn model(&mut self, target: &Path, model: &ModelProto) -> Result<()> {
+    /// Stages the encoding of `model` as the file `target`, streamed (see
+    /// [`super::write_model`]: payloads that are slices of `source` are copied from its file);
+    /// with `hash`, returns the SHA-256 of the bytes written.
+    pub fn model(
+        &mut self,
+        target: &Path,
+        model: &ModelProto,
+        source: Option<&super::ModelFile>,
+        hash: bool,
+    ) -> Result<Option<[u8; 32]>> {
         let file = self.file(target)?;
-        super::encode::write_model(model, file)
+        super::encode::write_model(model, file, source, hash)
             .map_err(|e| input_error!("{}: cannot write: {e}", target.display()))
     }
 
@@ -128,14 +136,15 @@ impl Outputs {
         // The files being replaced stay open until every name is in place, so the burst of
         // renames does not also free their blocks (which takes long for big files and would
         // widen the moment in which a kill leaves old and new files side by side).
-        let _replaced: Vec<File> = self
-            .staged
-            .iter()
-            .filter_map(|s| File::open(&s.target).ok())
-            .collect();
+        // A file that replaces another starts its writeback first (see `start_writeback`); one
+        // that takes a free name needs none.
+        let mut _replaced: Vec<File> = Vec::new();
         for staged in &self.staged {
-            let (Content::Unnamed(file) | Content::Named(file, _)) = &staged.content;
-            start_writeback(file);
+            if let Ok(old) = File::open(&staged.target) {
+                _replaced.push(old);
+                let (Content::Unnamed(file) | Content::Named(file, _)) = &staged.content;
+                start_writeback(file);
+            }
         }
         for staged in std::mem::take(&mut self.staged) {
             let target = &staged.target;
@@ -170,7 +179,9 @@ impl Drop for Outputs {
 
 /// Starts writing a file's data to disk (not waiting for it). Filesystems that allocate
 /// blocks late (ext4) otherwise do it inside the rename that replaces an existing file, which
-/// would make that rename slow and the burst of renames long.
+/// would make that rename slow and the burst of renames long. A link to a free name does not
+/// do it, so files that take a free name skip this (for a big model, it costs about as long as
+/// copying the file).
 #[cfg(target_os = "linux")]
 fn start_writeback(file: &File) {
     use std::os::unix::io::AsRawFd;
