@@ -50,37 +50,34 @@ fn quiet_prints_nothing() {
     assert!(dir.path().join("r.memplan.json").exists());
 }
 
-/// Options for a tier search on bert_tiny (with [`BERT_128_UNSPLIT`]) that runs until its
-/// `--search-time` (its work allowance outlasts it).
-const LONG_TIER_SEARCH: [&str; 10] = [
-    "--tier",
-    "sram:655360:1:64",
-    "--tier",
-    "dram:1GiB:200:8",
-    "--segment",
-    "6",
-    "--search-time",
+/// Options that keep the exact search on [`fragmenting_model`] busy until the 2 s time limit.
+const LONG_SEARCH: [&str; 6] = [
+    "--planner",
+    "auto",
+    "--work",
+    "1000000000000000",
+    "--time-limit",
     "2",
-    "--search-work",
-    "1000000000000",
 ];
 
-/// `plan` with [`LONG_TIER_SEARCH`] plus `extra`, its terminal output read through `script`'s
+/// Writes the fragmenting model into `dir`; returns it and the annotated model's path.
+fn long_search_model(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let path = dir.join("fragmenting.onnx");
+    write_model(&fragmenting_model(400), &path);
+    (path, dir.join("fragmenting.memplan.onnx"))
+}
+
+/// `plan` with [`LONG_SEARCH`] plus `extra`, its terminal output read through `script`'s
 /// pseudo-terminal; `None` when `script` (util-linux) is missing.
 fn plan_on_a_terminal(dir: &std::path::Path, extra: &[&str]) -> Option<String> {
-    let model = root().join("models/bert_tiny.onnx");
-    let out = dir.join("bert.memplan.onnx");
+    let (model, out) = long_search_model(dir);
     let mut command = format!(
         "{} plan {} -o {}",
         env!("CARGO_BIN_EXE_onnx-memplan"),
         model.display(),
         out.display()
     );
-    for arg in BERT_128_UNSPLIT
-        .iter()
-        .chain(&LONG_TIER_SEARCH)
-        .chain(extra)
-    {
+    for arg in LONG_SEARCH.iter().chain(extra) {
         command.push(' ');
         command.push_str(arg);
     }
@@ -105,7 +102,7 @@ fn a_long_plan_on_a_terminal_shows_a_progress_line_unless_quiet() {
     };
     let redraws: Vec<&str> = shown
         .split('\r')
-        .filter(|l| l.contains("onnx-memplan: tier search"))
+        .filter(|l| l.contains("onnx-memplan: planning: search"))
         .collect();
     assert!(!redraws.is_empty(), "no progress line: {shown:?}");
     assert!(
@@ -116,7 +113,10 @@ fn a_long_plan_on_a_terminal_shows_a_progress_line_unless_quiet() {
     );
     // The line is erased before the summary, which ends the output.
     assert!(shown.trim_end().ends_with(")"), "{shown:?}");
-    assert!(shown.contains("\x1b[2Kbert_tiny.onnx: arena"), "{shown:?}");
+    assert!(
+        shown.contains("\x1b[2Kfragmenting.onnx: arena"),
+        "{shown:?}"
+    );
     let quiet = plan_on_a_terminal(dir.path(), &["--quiet"]).unwrap();
     assert!(quiet.trim().is_empty(), "--quiet draws nothing: {quiet:?}");
 }
@@ -124,14 +124,10 @@ fn a_long_plan_on_a_terminal_shows_a_progress_line_unless_quiet() {
 #[test]
 fn a_long_plan_into_a_pipe_shows_no_progress_line() {
     let dir = tempfile::tempdir().unwrap();
-    let model = root().join("models/bert_tiny.onnx");
-    let args: Vec<&str> = BERT_128_UNSPLIT
-        .into_iter()
-        .chain(LONG_TIER_SEARCH)
-        .collect();
-    let run = plan_to(&model, &dir.path().join("bert.memplan.onnx"), &args);
+    let (model, out) = long_search_model(dir.path());
+    let run = plan_to(&model, &out, &LONG_SEARCH);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "only the summary: {stderr:?}");
-    assert!(!stderr.contains('\r') && !stderr.contains("tier search"));
+    assert!(!stderr.contains('\r') && !stderr.contains("planning: search"));
 }

@@ -173,6 +173,52 @@ pub fn chain_model() -> ModelProto {
     })
 }
 
+/// A model whose plan the exact search cannot finish quickly: `buffers` Expand outputs of
+/// pseudo-random sizes (64 B to 256 KiB, from a fixed linear congruential sequence) with
+/// overlapping lifetimes (each is reduced into a running sum up to 120 steps after it is made).
+pub fn fragmenting_model(buffers: usize) -> ModelProto {
+    let mut state: u64 = 1;
+    let mut next = |bound: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % bound
+    };
+    let mut nodes = vec![node("ReduceSum", &["x"], &["c"])];
+    let mut initializer = Vec::new();
+    let mut ends: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    let mut running = "c".to_string();
+    let mut consume = |k: usize, tag: &str, nodes: &mut Vec<NodeProto>| {
+        let (e, q, sum) = (format!("e{k}"), format!("q{k}"), format!("c{k}_{tag}"));
+        nodes.push(node("ReduceSum", &[&e], &[&q]));
+        nodes.push(node("Add", &[&running, &q], &[&sum]));
+        running = sum;
+        running.clone()
+    };
+    let mut last = "c".to_string();
+    for m in 0..buffers {
+        let shape = format!("s{m}");
+        initializer.push(int_init(&shape, &[2], &[1, 16 * (1 + next(4096) as i64)]));
+        nodes.push(node("Expand", &[&last, &shape], &[&format!("e{m}")]));
+        ends.entry(m + 1 + next(119) as usize).or_default().push(m);
+        for k in ends.remove(&m).unwrap_or_default() {
+            last = consume(k, &m.to_string(), &mut nodes);
+        }
+    }
+    for k in ends.into_values().flatten() {
+        last = consume(k, "end", &mut nodes);
+    }
+    nodes.push(node("Identity", &[&last], &["y"]));
+    model(GraphProto {
+        name: Some("fragmenting".into()),
+        node: nodes,
+        input: vec![float_info("x", &[1, 8])],
+        output: vec![float_info("y", &[1, 1])],
+        initializer,
+        ..Default::default()
+    })
+}
+
 /// bert_tiny at batch 4 × 128 tokens, unsplit: its flat plan needs 2,621,440 B and no step
 /// reads and writes more than 2,097,152 B, so smaller budgets and tiers need the modes'
 /// searches.
