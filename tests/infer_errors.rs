@@ -178,3 +178,22 @@ fn input_shape_for_an_unknown_input_is_rejected() {
         "--input-shape names 'nope', which is not an input of the graph"
     );
 }
+
+/// Found by the `model` fuzz target: a `block_shape` whose product overflows 64 bits (the
+/// product divides the input's channels) is an input error naming the node, not an overflow.
+#[test]
+fn col2im_block_shape_overflow_is_an_input_error() {
+    let mut proto = G::default()
+        .input("x", FLOAT, &["1", "8", "4"])
+        .ints("image", &[2], &[4, 4])
+        .ints("block", &[2], &[1 << 62, 4])
+        .node("Col2Im", &["x", "image", "block"], &["y"], vec![])
+        .output("y")
+        .model(18);
+    proto.graph.as_mut().unwrap().node[0].name = Some("fold".into());
+    let msg = error_of(&proto, &InferOptions::default());
+    assert_eq!(
+        msg,
+        "node 'fold' (Col2Im): block_shape's product overflows 64 bits"
+    );
+}

@@ -205,7 +205,9 @@ fn col2im(ctx: &mut NodeCtx) -> Result<()> {
     let Some(first) = input.first() else {
         return Err(ctx.error("input must have rank 3"));
     };
-    let per_channel: i64 = block.iter().product();
+    let Some(per_channel) = block.iter().try_fold(1i64, |a, &b| a.checked_mul(b)) else {
+        return Err(ctx.error("block_shape's product overflows 64 bits"));
+    };
     let channels = match input.get(1) {
         Some(Dim::Known(v)) if per_channel > 0 => Dim::Known(v / per_channel),
         _ => Dim::Unknown,
