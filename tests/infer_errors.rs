@@ -197,3 +197,18 @@ fn col2im_block_shape_overflow_is_an_input_error() {
         "node 'fold' (Col2Im): block_shape's product overflows 64 bits"
     );
 }
+
+/// Found by the `model` fuzz target: begin and end pads whose sum overflows 64 bits are an
+/// input error naming the node, not an overflow.
+#[test]
+fn pad_overflowing_pads_are_an_input_error() {
+    let mut proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .ints("pads", &[4], &[0, i64::MAX, 0, 1])
+        .node("Pad", &["x", "pads"], &["y"], vec![])
+        .output("y")
+        .model(18);
+    proto.graph.as_mut().unwrap().node[0].name = Some("pad".into());
+    let msg = error_of(&proto, &InferOptions::default());
+    assert_eq!(msg, "node 'pad' (Pad): pads of axis 1 overflow 64 bits");
+}

@@ -58,7 +58,7 @@ pub fn analyse_best(
                 analyser.rule(n),
                 ReuseRule::ConcatSlices | ReuseRule::SplitSlices | ReuseRule::SliceView
             ) && formed
-                && largest * 100 >= all_bound
+                && largest.saturating_mul(100) >= all_bound
         })
         .collect();
     if sites.is_empty() {

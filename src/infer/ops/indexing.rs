@@ -410,7 +410,10 @@ fn pad(ctx: &mut NodeCtx) -> Result<()> {
     }
     let mut out = input.to_vec();
     for (j, &axis) in pad_axes.iter().enumerate() {
-        out[axis] = dims::add(&out[axis], &Dim::Known(pads[j] + pads[j + k]));
+        let Some(both) = pads[j].checked_add(pads[j + k]) else {
+            return Err(ctx.error(format!("pads of axis {axis} overflow 64 bits")));
+        };
+        out[axis] = dims::add(&out[axis], &Dim::Known(both));
     }
     ctx.set_shape(0, dtype, out);
     Ok(())
