@@ -9,14 +9,14 @@
 //! refuses to return an unverified plan). Prints a markdown table per model; every ratio is
 //! against plans made in the same run.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use onnx_memplan::onnx::proto::{ModelProto, tensor_shape_proto::dimension, type_proto};
 use onnx_memplan::pipeline::{Options, plan_model};
 use onnx_memplan::plan::{WORK_PER_SECOND, sample_points};
-use prost::Message;
 
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -27,7 +27,8 @@ fn main() {
         &[("sequence", 1, 128)],
     );
     for (name, lo, hi) in [("resnet_small", 32, 160), ("mobilenet_v2", 32, 224)] {
-        let model = symbolic_image(&root.join(format!("models/{name}.onnx")));
+        let model =
+            common::symbolic_dims::symbolic_image(&root.join(format!("models/{name}.onnx")));
         run(
             &format!("{name} (H, W)"),
             &model,
@@ -35,31 +36,6 @@ fn main() {
             &[("H", lo, hi), ("W", lo, hi)],
         );
     }
-}
-
-/// The model with its first input's last two dims renamed `H` and `W`, in a temporary file.
-fn symbolic_image(path: &Path) -> tempfile::TempPath {
-    let mut proto = ModelProto::decode(std::fs::read(path).unwrap().as_slice()).unwrap();
-    let graph = proto.graph.as_mut().unwrap();
-    let Some(type_proto::Value::TensorType(t)) =
-        graph.input[0].r#type.as_mut().unwrap().value.as_mut()
-    else {
-        panic!("a tensor input");
-    };
-    let dims = &mut t.shape.as_mut().unwrap().dim;
-    let n = dims.len();
-    dims[n - 2].value = Some(dimension::Value::DimParam("H".into()));
-    dims[n - 1].value = Some(dimension::Value::DimParam("W".into()));
-    for out in &mut graph.output {
-        if let Some(type_proto::Value::TensorType(t)) =
-            out.r#type.as_mut().and_then(|t| t.value.as_mut())
-        {
-            t.shape = None;
-        }
-    }
-    let file = tempfile::NamedTempFile::with_suffix(".onnx").unwrap();
-    std::fs::write(file.path(), proto.encode_to_vec()).unwrap();
-    file.into_temp_path()
 }
 
 fn run(name: &str, path: &Path, fixed: &[(&str, i64)], ranges: &[(&str, i64, i64)]) {

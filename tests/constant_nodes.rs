@@ -84,16 +84,7 @@ fn nodes_of_constants_are_constants() {
     );
     assert_eq!(table.arenas[0].bytes, 360_000);
     // The independent verifier agrees (it would refuse a constant in the arena).
-    let check = run_cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        table_path.to_str().unwrap(),
-    ]);
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    assert_verifies(&path, &table_path);
 }
 
 /// Without the big weight, the arena is just a and b (worked by hand: 64 + 64 = 128 bytes at

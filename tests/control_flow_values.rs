@@ -182,16 +182,7 @@ fn plan_branches(stem: &str, extra: &[&str]) -> Vec<(String, String, String)> {
     let mut args = vec!["--dim", "samples=512"];
     args.extend(extra);
     let (path, table_path) = plan_written(dir.path(), stem, &vad_like(), &args);
-    let check = run_cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        table_path.to_str().unwrap(),
-    ]);
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    assert_verifies(&path, &table_path);
     let table = read_table(&table_path);
     let y = table.tensors.iter().find(|t| t.name == "y").unwrap();
     assert_eq!(y.shape, Some(vec![1, HIDDEN]));

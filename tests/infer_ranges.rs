@@ -12,9 +12,7 @@ use std::path::Path;
 use common::root;
 use onnx_memplan::infer::InferOptions;
 use onnx_memplan::ir::{Dim, Model, ValueType};
-use onnx_memplan::onnx::proto::{ModelProto, tensor_shape_proto::dimension};
 use onnx_memplan::pipeline::load_typed;
-use prost::Message;
 
 fn options(dims: &[(&str, i64)], ranges: &[(&str, i64, i64)]) -> InferOptions {
     InferOptions {
@@ -93,33 +91,13 @@ fn bert_tiny_sizes_are_expressions_in_the_sequence() {
     assert!(unranged.values().flatten().any(|d| *d == Dim::Unknown));
 }
 
-/// The model with its first input's last two dims renamed to the symbols `H` and `W`.
-fn with_symbolic_image(name: &str) -> tempfile::TempPath {
-    let bytes = std::fs::read(root().join("models").join(name)).unwrap();
-    let mut proto = ModelProto::decode(bytes.as_slice()).unwrap();
-    let graph = proto.graph.as_mut().unwrap();
-    let input = &mut graph.input[0];
-    let Some(onnx_memplan::onnx::proto::type_proto::Value::TensorType(t)) =
-        input.r#type.as_mut().and_then(|t| t.value.as_mut())
-    else {
-        panic!("a tensor input");
-    };
-    let dims = &mut t.shape.as_mut().unwrap().dim;
-    let n = dims.len();
-    dims[n - 2].value = Some(dimension::Value::DimParam("H".into()));
-    dims[n - 1].value = Some(dimension::Value::DimParam("W".into()));
-    let file = tempfile::NamedTempFile::with_suffix(".onnx").unwrap();
-    std::fs::write(file.path(), proto.encode_to_vec()).unwrap();
-    file.into_temp_path()
-}
-
 #[test]
 fn cnn_sizes_are_expressions_in_height_and_width() {
     for (model, lo, hi) in [
         ("resnet_small.onnx", 32, 160),
         ("mobilenet_v2.onnx", 32, 224),
     ] {
-        let path = with_symbolic_image(model);
+        let path = common::symbolic_dims::symbolic_image(&root().join("models").join(model));
         let symbolic = options(&[("batch", 1)], &[("H", lo, hi), ("W", lo, hi)]);
         let points = vec![
             vec![("H", lo), ("W", hi)],

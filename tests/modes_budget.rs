@@ -96,16 +96,7 @@ fn budgets_below_the_operand_floor_are_refused_and_above_it_beat_the_baseline() 
                 o.method,
                 o.transfers.len()
             );
-            let verify = run_cli(&[
-                "verify",
-                model.to_str().unwrap(),
-                table_path.to_str().unwrap(),
-            ]);
-            assert!(
-                verify.status.success(),
-                "{name}: {}",
-                String::from_utf8_lossy(&verify.stdout)
-            );
+            assert_verifies(&model, &table_path);
             // Without its transfers the same placement overlaps or overspends: verify refuses.
             if !o.transfers.is_empty() {
                 let mut tampered = table.clone();

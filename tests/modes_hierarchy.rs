@@ -126,16 +126,7 @@ fn real_models_get_tiers_and_a_lower_cost() {
             100.0 * (1.0 - h.cost_final / h.cost_initial),
             100.0 * h.fill[0]
         );
-        let verify = run_cli(&[
-            "verify",
-            model.to_str().unwrap(),
-            table_path.to_str().unwrap(),
-        ]);
-        assert!(
-            verify.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
+        assert_verifies(&model, &table_path);
     }
 }
 

@@ -109,16 +109,7 @@ fn units_share_align_and_quantise() {
             .unwrap()
             .contains("shared with")
     );
-    let verify = run_cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        table_path.to_str().unwrap(),
-    ]);
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
+    assert_verifies(&path, &table_path);
 
     // A quantised claim on a tensor that feeds more than a QuantizeLinear is refused.
     let mut tampered = table.clone();
@@ -232,16 +223,7 @@ fn subgraphs_are_planned_level_by_level() {
     );
     // x (1024) + y (1024) + cond (64) + the workspace (2048), all live at step 0.
     assert_eq!(table.arenas[0].bytes, 1024 + 1024 + 64 + 2048);
-    let verify = run_cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        table_path.to_str().unwrap(),
-    ]);
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
+    assert_verifies(&path, &table_path);
 
     // Moving the workspace onto x is caught.
     let mut tampered = table.clone();
@@ -311,14 +293,5 @@ fn local_function_calls_are_planned_level_by_level() {
         .map(|t| t.name.as_str())
         .collect();
     assert_eq!(names, vec!["t"]);
-    let verify = run_cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        table_path.to_str().unwrap(),
-    ]);
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
+    assert_verifies(&path, &table_path);
 }

@@ -8,9 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{assert_verify_refuses, read_table, root, run_cli};
-use onnx_memplan::onnx::proto::{ModelProto, tensor_shape_proto::dimension, type_proto};
-use prost::Message;
+use common::{assert_verifies, assert_verify_refuses, read_table, root, run_cli};
 
 fn plan(model: &Path, out: &Path, args: &[&str]) {
     let mut all = vec![
@@ -26,16 +24,6 @@ fn plan(model: &Path, out: &Path, args: &[&str]) {
         run.status.success(),
         "{all:?}: {}",
         String::from_utf8_lossy(&run.stderr)
-    );
-}
-
-fn verify_ok(model: &Path, table: &Path) {
-    let run = run_cli(&["verify", model.to_str().unwrap(), table.to_str().unwrap()]);
-    assert!(
-        run.status.success(),
-        "{}: {}",
-        table.display(),
-        String::from_utf8_lossy(&run.stdout)
     );
 }
 
@@ -84,7 +72,7 @@ fn bert_over_sequence_lengths_verifies_and_evaluates_tightly() {
         ids.symbolic.shape_expr,
         Some(vec!["1".to_string(), "sequence".to_string()])
     );
-    verify_ok(&model, &table_of(&out));
+    assert_verifies(&model, &table_of(&out));
 
     for v in [1, 2, 16, 64, 128] {
         let at = dir.path().join(format!("at{v}.memplan.onnx"));
@@ -92,7 +80,7 @@ fn bert_over_sequence_lengths_verifies_and_evaluates_tightly() {
         let mut args = range.to_vec();
         args.extend(["--at", point.as_str()]);
         plan(&model, &at, &args);
-        verify_ok(&model, &table_of(&at));
+        assert_verifies(&model, &table_of(&at));
         let fixed = read_table(&table_of(&at));
         assert_eq!(fixed.options.dims["sequence"], v);
         assert!(fixed.parametric.is_none() && fixed.options.ranges.is_empty());
@@ -110,28 +98,10 @@ fn bert_over_sequence_lengths_verifies_and_evaluates_tightly() {
     assert_verify_refuses(&model, &table_of(&out), "overlap");
 }
 
-/// resnet_small with its image's height and width made the symbols `H` and `W`.
-fn symbolic_image(dir: &Path) -> PathBuf {
-    let bytes = std::fs::read(root().join("models/resnet_small.onnx")).unwrap();
-    let mut proto = ModelProto::decode(bytes.as_slice()).unwrap();
-    let input = &mut proto.graph.as_mut().unwrap().input[0];
-    let Some(type_proto::Value::TensorType(t)) = input.r#type.as_mut().unwrap().value.as_mut()
-    else {
-        panic!("a tensor input");
-    };
-    let dims = &mut t.shape.as_mut().unwrap().dim;
-    let n = dims.len();
-    dims[n - 2].value = Some(dimension::Value::DimParam("H".into()));
-    dims[n - 1].value = Some(dimension::Value::DimParam("W".into()));
-    let path = dir.join("resnet_hw.onnx");
-    std::fs::write(&path, proto.encode_to_vec()).unwrap();
-    path
-}
-
 #[test]
 fn resnet_over_image_sizes_is_proven_symbolically() {
     let dir = tempfile::tempdir().unwrap();
-    let model = symbolic_image(dir.path());
+    let model = common::symbolic_dims::symbolic_image(&root().join("models/resnet_small.onnx"));
     let out = dir.path().join("resnet.memplan.onnx");
     let range = [
         "--dim",
@@ -153,12 +123,12 @@ fn resnet_over_image_sizes_is_proven_symbolically() {
             .flatten()
             .any(|d| d.contains("//2"))
     }));
-    verify_ok(&model, &table_of(&out));
+    assert_verifies(&model, &table_of(&out));
     let at = dir.path().join("at.memplan.onnx");
     let mut args = range.to_vec();
     args.extend(["--at", "H=77", "--at", "W=45"]);
     plan(&model, &at, &args);
-    verify_ok(&model, &table_of(&at));
+    assert_verifies(&model, &table_of(&at));
 
     tamper(&table_of(&out));
     assert_verify_refuses(&model, &table_of(&out), "neither is placed above");
@@ -324,32 +294,9 @@ fn the_documented_evaluators_agree_with_at() {
 /// tool, then checked by the fixed verifier).
 #[test]
 fn s_and_s_squared_with_crossing_lifetimes_by_hand() {
-    use common::{model, node, write_model};
-    use onnx_memplan::onnx::proto::tensor_shape_proto::Dimension;
-    use onnx_memplan::onnx::proto::{GraphProto, TensorShapeProto, TypeProto, ValueInfoProto};
+    use common::{model, node, symbolic_float_info as info, write_model};
+    use onnx_memplan::onnx::proto::GraphProto;
 
-    let info = |name: &str, dims: &[&str]| ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|d| Dimension {
-                            value: Some(match d.parse::<i64>() {
-                                Ok(v) => dimension::Value::DimValue(v),
-                                Err(_) => dimension::Value::DimParam(d.to_string()),
-                            }),
-                            denotation: None,
-                        })
-                        .collect(),
-                }),
-            })),
-            denotation: None,
-        }),
-        ..Default::default()
-    };
     let graph = GraphProto {
         name: Some("crossing".into()),
         node: vec![
@@ -367,7 +314,7 @@ fn s_and_s_squared_with_crossing_lifetimes_by_hand() {
     let out = dir.path().join("crossing.memplan.onnx");
     let range = ["--dim", "s=1..64", "--alignment", "1", "--exclude-io"];
     plan(&path, &out, &range);
-    verify_ok(&path, &table_of(&out));
+    assert_verifies(&path, &table_of(&out));
     let table = read_table(&table_of(&out));
     let index = |n: &str| table.tensors.iter().position(|t| t.name == n).unwrap();
     let (a, b) = (&table.tensors[index("a")], &table.tensors[index("b")]);

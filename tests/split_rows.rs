@@ -185,15 +185,6 @@ fn split_auto_blocks_attention_rows() {
         .expect("the Softmax is blocked");
     assert_eq!(softmax.axis, Some(2));
     let annotated = dir.path().join("attention128.memplan.onnx");
-    let check = common::run_cli(&[
-        "verify",
-        annotated.to_str().unwrap(),
-        table.to_str().unwrap(),
-    ]);
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    common::assert_verifies(&annotated, &table);
     compare_in_onnxruntime(&path, &annotated);
 }

@@ -157,16 +157,7 @@ fn split_auto_table_describes_the_annotated_model() {
     assert!(splits.extra_macs * 2 <= splits.total_macs, "{splits:?}");
     let annotated = dir.path().join("wide_chain.memplan.onnx");
     assert_eq!(t.model.file, "wide_chain.memplan.onnx");
-    let check = common::run_cli(&[
-        "verify",
-        annotated.to_str().unwrap(),
-        table.to_str().unwrap(),
-    ]);
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    common::assert_verifies(&annotated, &table);
     // The input model is not what the table describes any more.
     let wrong = common::run_cli(&["verify", path.to_str().unwrap(), table.to_str().unwrap()]);
     assert_eq!(wrong.status.code(), Some(2));
@@ -197,15 +188,9 @@ fn budget_splits_a_step_that_alone_exceeds_it() {
     let t = common::read_table(&dir.path().join("out.memplan.json"));
     assert!(!t.splits.as_ref().unwrap().chains.is_empty());
     assert_eq!(t.offload.as_ref().unwrap().budget, 131072);
-    let check = common::run_cli(&[
-        "verify",
-        o,
-        dir.path().join("out.memplan.json").to_str().unwrap(),
-    ]);
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
+    common::assert_verifies(
+        std::path::Path::new(o),
+        &dir.path().join("out.memplan.json"),
     );
 
     let tiny = common::run_cli(&["plan", p, "-o", o, "--budget", "4096"]);
@@ -484,16 +469,7 @@ fn split_tiles_are_strided_views_of_the_chain_output() {
         }
     }
     let annotated = dir.path().join("expanding_chain.memplan.onnx");
-    let check = common::run_cli(&[
-        "verify",
-        annotated.to_str().unwrap(),
-        table.to_str().unwrap(),
-    ]);
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    common::assert_verifies(&annotated, &table);
     compare_in_onnxruntime(&path, &annotated);
 }
 

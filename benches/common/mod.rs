@@ -1,6 +1,12 @@
 //! What the benches share: the models they run on.
 
+// Each bench uses its own part of this module.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
+
+#[path = "../../tests/common/symbolic_dims.rs"]
+pub mod symbolic_dims;
 
 /// The `.onnx` files of models/ and of each folder in MEMPLAN_BENCH_MODELS (`:`-separated),
 /// sorted per folder, without the `.memplan.` outputs.

@@ -46,12 +46,7 @@ pub(super) fn infer_model(model: &mut Model, options: &InferOptions) -> Result<I
 /// Applies `--input-shape` to the main graph's inputs.
 fn bind_inputs(graph: &mut Graph, options: &InferOptions) -> Result<()> {
     for (name, shape) in &options.input_shapes {
-        let Some(id) = graph
-            .inputs
-            .iter()
-            .copied()
-            .find(|&i| graph.values[i].name == *name)
-        else {
+        let Some(id) = graph.input_id(name) else {
             bail_input!("--input-shape names '{name}', which is not an input of the graph");
         };
         match &mut graph.values[id].ty {

@@ -16,12 +16,7 @@ pub(super) fn bind_values(
     values: &std::collections::BTreeMap<String, String>,
 ) -> Result<()> {
     for (name, text) in values {
-        let Some(id) = graph
-            .inputs
-            .iter()
-            .copied()
-            .find(|&i| graph.values[i].name == *name)
-        else {
+        let Some(id) = graph.input_id(name) else {
             bail_input!("--input-value names '{name}', which is not an input of the graph");
         };
         let value = &mut graph.values[id];

@@ -192,6 +192,14 @@ impl Graph {
         self.value_id(name).map(|id| &self.values[id])
     }
 
+    /// The graph input of that name (`None` when no input has it).
+    pub fn input_id(&self, name: &str) -> Option<ValueId> {
+        self.inputs
+            .iter()
+            .copied()
+            .find(|&i| self.values[i].name == name)
+    }
+
     /// True for model constants: initializers, outputs of default-domain `Constant` nodes and
     /// values folded by inference (see [`Value::folded`]).
     pub fn is_model_constant(&self, id: ValueId) -> bool {

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod symbolic_dims;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -75,6 +77,21 @@ pub fn schema_errors(table: &serde_json::Value) -> Vec<String> {
 
 /// A float tensor value info with a concrete shape.
 pub fn float_info(name: &str, dims: &[i64]) -> ValueInfoProto {
+    float_info_of(name, dims.iter().map(|&d| dimension::Value::DimValue(d)))
+}
+
+/// A float tensor value info whose dims are numbers or symbols (`["s", "1"]`).
+pub fn symbolic_float_info(name: &str, dims: &[&str]) -> ValueInfoProto {
+    float_info_of(
+        name,
+        dims.iter().map(|d| match d.parse::<i64>() {
+            Ok(v) => dimension::Value::DimValue(v),
+            Err(_) => dimension::Value::DimParam(d.to_string()),
+        }),
+    )
+}
+
+fn float_info_of(name: &str, dims: impl Iterator<Item = dimension::Value>) -> ValueInfoProto {
     ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(TypeProto {
@@ -82,9 +99,8 @@ pub fn float_info(name: &str, dims: &[i64]) -> ValueInfoProto {
                 elem_type: Some(1),
                 shape: Some(TensorShapeProto {
                     dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            value: Some(dimension::Value::DimValue(d)),
+                        .map(|d| Dimension {
+                            value: Some(d),
                             denotation: None,
                         })
                         .collect(),
@@ -272,6 +288,18 @@ pub fn plans_and_matches(dir: &Path, original: &Path, split: &Path) {
         String::from_utf8_lossy(&plan.stderr)
     );
     compare_in_onnxruntime(original, split);
+}
+
+/// Runs `verify` on a model and a table; asserts it accepts the table, showing its report if not.
+pub fn assert_verifies(model: &Path, table: &Path) {
+    let check = run_cli(&["verify", model.to_str().unwrap(), table.to_str().unwrap()]);
+    assert!(
+        check.status.success(),
+        "{} with {}: {}",
+        model.display(),
+        table.display(),
+        String::from_utf8_lossy(&check.stdout)
+    );
 }
 
 /// Runs `verify` on a model and a table; asserts it refuses the table (exit 1) with a report
