@@ -22,7 +22,10 @@ For every *.onnx under --models (files named *.memplan.onnx are skipped) this:
       onnxruntime produced (and the annotated model's value_info agrees);
   (e) checks the table itself: every runtime tensor listed exactly once, schedule is a topological
       order, first/last match the schedule, buffers that are live at the same step never share bytes
-      unless one is the in-place/alias partner of the other, offsets aligned and inside the arena.
+      unless one is the in-place/alias partner of the other, offsets aligned and inside the arena;
+  (f) runs the annotated (or rewritten) model for real inside its arenas, node by node at the
+      table's offsets (scripts/arena_run.py, with dead tensors' bytes poisoned after each step):
+      its outputs must be bit-identical to the same run with a private buffer per tensor.
 Prints one summary line per model (and the mismatches), exits 1 if any model failed.
 
 With split chains, (b) checks the rewritten model's graph inputs, outputs and metadata, and that
@@ -49,6 +52,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import helper
+
+from arena_run import run_in_arena, subgraph_reads
 
 RUNTIME_KINDS = ("input", "output", "intermediate")
 MAX_LIST = 25  # mismatches printed per category
@@ -207,36 +212,6 @@ def close_diff(a, b, rel=1e-5):
     diff = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
     scale = float(np.max(np.abs(a.astype(np.float64)), initial=0.0))
     return diff if diff <= rel * scale else None
-
-
-def subgraph_reads(node) -> set[str]:
-    """Names a node's subgraphs (If/Loop/Scan bodies, recursively) read from the enclosing scope."""
-    out = set()
-
-    def walk(g, outer_defined):
-        defined = set(outer_defined)
-        defined |= {i.name for i in g.input} | {i.name for i in g.initializer}
-        defined |= {i.name for i in g.sparse_initializer}
-        for n in g.node:
-            for i in n.input:
-                if i and i not in defined:
-                    out.add(i)
-            for a in n.attribute:
-                for sg in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
-                           list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []):
-                    walk(sg, defined)
-            defined |= {o for o in n.output if o}
-        for o in g.output:
-            if o.name and o.name not in defined:
-                out.add(o.name)
-
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.GRAPH:
-            walk(a.g, set())
-        elif a.type == onnx.AttributeProto.GRAPHS:
-            for g in a.graphs:
-                walk(g, set())
-    return out
 
 
 def node_reads(node) -> list[str]:
@@ -425,6 +400,16 @@ def check_one(path: str, a, manifest_entry: dict) -> Result:
 
     # ---- (e) the table on its own -------------------------------------------------------------
     check_table_plan(annotated if split and annotated is not None else model, table, res)
+
+    # ---- (f) the plan run for real inside its arenas ------------------------------------------
+    if annotated is not None and not a.no_arena_run:
+        problem, arena_info = run_in_arena(annotated, table, feeds)
+        if problem:
+            res.bad("arena", problem)
+        elif arena_info.get("skipped"):
+            res.notes.append("arena run skipped: " + arena_info["skipped"])
+        else:
+            res.info["arena_run"] = "ok"
 
     res.info["total_s"] = time.time() - t0
     res.info["nodes"] = n_nodes
@@ -812,6 +797,8 @@ def main() -> int:
     ap.add_argument("--tool-arg", action="append", default=[],
                     help="extra argument passed to `BIN plan` (repeatable)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-arena-run", action="store_true",
+                    help="skip (f), the run inside the arenas (slow on very large models)")
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per tool run")
     ap.add_argument("--allow-unsupported", action="store_true",
@@ -852,6 +839,7 @@ def main() -> int:
                   f"{outputs_note(i)}"
                   + (f", {i['branches_checked']} If branches as in onnxruntime"
                      if "branches_checked" in i else "")
+                  + (", ran inside its arenas" if i.get("arena_run") else "")
                   + f" ({i.get('total_s', 0):.1f}s)", flush=True)
         elif a.allow_unsupported and set(r.problems) == {"unsupported"}:
             skipped += 1

@@ -7,7 +7,8 @@ DIR holds the models and ranges.json written by scripts/make_dynamic_models.py. 
 and each of its three points (min, middle, max), runs scripts/ort_check.py with the ranges
 (`--range NAME=LO..HI`) and the point (`--dim NAME=V`): the tool plans over the ranges and writes
 the plan evaluated at the point (`plan --at`), which ort_check compares with onnxruntime (dtypes,
-shapes and bytes of every tensor, bit-identical outputs, the table's own consistency). Exits 1 if
+shapes and bytes of every tensor, bit-identical outputs, the table's own consistency, and the
+plan run for real inside its arenas at the table's offsets). Exits 1 if
 any run failed.
 """
 import argparse
