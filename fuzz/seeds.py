@@ -5,6 +5,8 @@ model/         every model of models/ made small: initializers of more than 64 e
                symbolic input dims are bound (batch 1, sequence 8, others 2); each with option
                flags 0 and 8 (memory schedule), plus the symbolic form; and, when
                ../shared/conformance/onnx-node exists, its node models (flags 0).
+ranges/        the symbolic form of every model of models/ (made small the same way), planned
+               over ranges with flags 0 (1..2) and 11 (1..513, evaluated at the middle, `--at`).
 solve_csv/     the DSA problem of each model's real plan (one row per planned tensor), and
                MiniMalloc's examples from ../shared/benchmarks/minimalloc (first 300 rows).
 verify_table/  one seed per base table (the first byte picks it; no edits).
@@ -78,7 +80,10 @@ def main() -> None:
         bound = shrink(model, True).SerializeToString()
         write(out / "model", f"{path.stem}.bin", b"\x00" + bound)
         write(out / "model", f"{path.stem}.memory.bin", b"\x08" + bound)
-        write(out / "model", f"{path.stem}.symbolic.bin", b"\x00" + shrink(model, False).SerializeToString())
+        symbolic = shrink(model, False).SerializeToString()
+        write(out / "model", f"{path.stem}.symbolic.bin", b"\x00" + symbolic)
+        write(out / "ranges", f"{path.stem}.bin", b"\x00" + symbolic)
+        write(out / "ranges", f"{path.stem}.at.bin", b"\x0b" + symbolic)
     conformance = shared / "conformance" / "onnx-node"
     if conformance.is_dir():
         for path in sorted(conformance.glob("*.onnx")):
