@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::emit::{self, ModelInfo, Stats, Table, TableOptions};
 use crate::infer::{InferOptions, InferReport, infer_model};
 use crate::ir::Model;
-use crate::liveness::{Liveness, LivenessOptions, analyse_best};
+use crate::liveness::{Liveness, LivenessOptions, analyse_best, analyse_with};
 use crate::onnx::{
     ModelFile, PendingDigest, decode_model, hex, load_model, open_model_file, proto::ModelProto,
 };
@@ -436,11 +436,35 @@ fn plan_proto(
     budget: &Budget,
 ) -> Result<Planned> {
     let (original, model, report) = type_model(path, proto, &options.infer)?;
-    let graph = &model.graph;
+    // Data-dependent counts are planned at their bounds: the model typed there.
+    let at_bound = if report.data_dependent.is_empty() {
+        None
+    } else {
+        Some(type_model(path, original.clone(), &at_bound(&options.infer))?.1)
+    };
+    let typed = at_bound.as_ref().unwrap_or(&model);
+    let graph = &typed.graph;
     let alignment = options.liveness.alignment.max(1);
     let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
     let bound = |l: &Liveness| plan::max_live_bound(&problem_of(l, alignment));
-    let best_liveness = |order: &[usize]| analyse_best(graph, order, options.liveness, &bound);
+    let counted =
+        crate::ranges::data_dependent::nodes_touching_counts(&model.graph, &report.data_dependent)
+            .map_err(|e| prefix(path, e))?;
+    let best_liveness = |order: &[usize]| {
+        if counted.is_empty() {
+            analyse_best(graph, order, options.liveness, &bound)
+        } else {
+            // Sizes vary below the bounds: no strided views, no slice aliases at nodes
+            // touching a data-dependent size.
+            let fixed_layout = LivenessOptions {
+                strided: false,
+                ..options.liveness
+            };
+            analyse_with(graph, order.to_vec(), fixed_layout, &|n| {
+                !counted.contains(&n)
+            })
+        }
+    };
     let stored_liveness = best_liveness(&stored).map_err(|e| prefix(path, e))?;
     let stored_bound = bound(&stored_liveness);
     let (liveness, method) = match options.schedule {
@@ -457,7 +481,7 @@ fn plan_proto(
         }
     };
     let mut problem = problem_of(&liveness, alignment);
-    let shared = crate::modes::prepare(&model, &liveness, &options.modes, &mut problem)?;
+    let shared = crate::modes::prepare(typed, &liveness, &options.modes, &mut problem)?;
 
     let plan_started = Instant::now();
     let solution = solve_checked(path, &problem, options, budget)?;
@@ -466,12 +490,19 @@ fn plan_proto(
     let mut table = fixed_table(
         path,
         &original,
-        &model,
+        typed,
         &liveness,
         (&problem, &solution),
         options,
         (method, stored_bound),
     );
+    crate::ranges::data_dependent::mark(
+        &mut table,
+        &model.graph,
+        &report.data_dependent,
+        &Default::default(),
+    )
+    .map_err(|e| prefix(path, e))?;
     crate::modes::finish(
         graph,
         crate::modes::FlatPlan {
@@ -485,7 +516,8 @@ fn plan_proto(
         &mut table,
     )
     .map_err(|e| prefix(path, e))?;
-    let problems = verify::check_table(graph, &table);
+    let mut problems = verify::check_table(graph, &table);
+    verify::check_data_dependent(&model.graph, &table, &mut problems);
     if !problems.is_empty() {
         return Err(anyhow!(
             "bug: the plan for {} failed verification: {}",
@@ -504,6 +536,14 @@ fn plan_proto(
         },
         work: solution.work_spent(),
     })
+}
+
+/// The options typing every data-dependent count at its proven bound.
+pub(crate) fn at_bound(infer: &InferOptions) -> InferOptions {
+    InferOptions {
+        data_dependent_at_bound: true,
+        ..infer.clone()
+    }
 }
 
 /// Solves `problem` with the chosen planner within `budget`, and checks the offsets with the
@@ -597,6 +637,7 @@ pub(crate) fn fixed_table(
         partition: None,
         splits: None,
         parametric: None,
+        data_dependent: Vec::new(),
     }
 }
 
@@ -655,8 +696,15 @@ pub fn verify_table_bytes(path: &Path, bytes: Bytes, table: &Table) -> Result<Ve
         ..InferOptions::default()
     };
     if infer.ranges.is_empty() {
-        let (_, model, _) = load_typed_bytes(path, bytes, &infer)?;
-        return Ok(verify::check_table(&model.graph, table));
+        let (proto, model, report) = load_typed_bytes(path, bytes, &infer)?;
+        let mut problems = if report.data_dependent.is_empty() {
+            verify::check_table(&model.graph, table)
+        } else {
+            let (_, at_bound, _) = type_model(path, proto, &at_bound(&infer))?;
+            verify::check_table(&at_bound.graph, table)
+        };
+        verify::check_data_dependent(&model.graph, table, &mut problems);
+        return Ok(problems);
     }
     let upper = infer
         .ranges

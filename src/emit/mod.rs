@@ -11,8 +11,8 @@ pub use build::{branch_choices, main_arena, member_offsets, naive_bytes, tensor_
 pub use html::render_html;
 pub use svg::{ColourBy, render_svg};
 pub use table::{
-    Arena, BodyEntry, BodyTensor, BranchChoice, FORMAT, HierarchyInfo, ModelInfo, OffloadInfo,
-    ParametricInfo, PartitionInfo, Run, SearchEnd, SourceInfo, SplitChain, SplitNode, SplitsInfo,
-    Stats, SymbolicEntry, Table, TableOptions, TensorEntry, TierInfo, Transfer, UnitInfo,
-    UnitPlacement, WorkspaceEntry, offset_at,
+    Arena, BodyEntry, BodyTensor, BranchChoice, DataDependentEntry, FORMAT, HierarchyInfo,
+    ModelInfo, OffloadInfo, ParametricInfo, PartitionInfo, Run, SearchEnd, SourceInfo, SplitChain,
+    SplitNode, SplitsInfo, Stats, SymbolicEntry, Table, TableOptions, TensorEntry, TierInfo,
+    Transfer, UnitInfo, UnitPlacement, WorkspaceEntry, offset_at,
 };

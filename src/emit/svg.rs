@@ -649,6 +649,7 @@ pub(crate) mod fixtures {
             partition: None,
             splits: None,
             parametric: None,
+            data_dependent: Vec::new(),
         }
     }
 

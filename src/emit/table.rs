@@ -43,6 +43,25 @@ pub struct Table {
     /// A plan over ranges of sizes (`--dim NAME=LO..HI`): the parametric plan's arena.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parametric: Option<ParametricInfo>,
+    /// The counts known only at run time (`NonZero`, `NonMaxSuppression`, ...), each a
+    /// symbol with its proven bound; the tensors they size are planned at the bounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_dependent: Vec<DataDependentEntry>,
+}
+
+/// A count known only at run time: the symbol standing for it and its proven bound.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DataDependentEntry {
+    /// The symbol (`nonzero_0`), as it appears in the tensors' `shape_expr`.
+    pub symbol: String,
+    /// The operator deciding it (`NonZero`, `NonMaxSuppression`, `Unique`, `Compress`,
+    /// `TopK`, `Loop`).
+    pub op: String,
+    /// The first output of the node deciding it.
+    pub tensor: String,
+    /// The proven bound (an expression in the range symbols and earlier counts): the count
+    /// lies in `0..=bound`.
+    pub bound: String,
 }
 
 /// The parametric plan of a table planned over ranges: its arena as an expression in the
@@ -426,7 +445,8 @@ pub struct TensorEntry {
 }
 
 /// A tensor's sizes and offset as expressions (grammar in docs/format.md), in a table
-/// planned over ranges; every field is absent in a fixed table.
+/// planned over ranges, or for a tensor sized by a data-dependent count; every field is absent
+/// otherwise.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SymbolicEntry {
     /// Each dimension's expression; absent when one cannot be formed (see `upper_bound`).
@@ -438,8 +458,9 @@ pub struct SymbolicEntry {
     /// The parametric plan's offset (arena tensors only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_expr: Option<String>,
-    /// True when `bytes_expr` is the tensor's size at the upper corner rather than its
-    /// exact size (no expression could be formed).
+    /// True when `bytes_expr` is a bound of the tensor's size rather than its exact size: its
+    /// size at the upper corner (no expression could be formed), or its size with every
+    /// data-dependent count at its bound (`shape_expr` then names the counts).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub upper_bound: bool,
     /// Why the tensor is planned at its upper bound.

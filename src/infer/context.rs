@@ -114,6 +114,34 @@ impl<'a> NodeCtx<'a> {
         self.dim_min(d).is_some_and(|v| v >= 0)
     }
 
+    /// True when `a ≤ b` for every value of the symbols (over their ranges).
+    pub fn proven_le(&self, a: &Dim, b: &Dim) -> bool {
+        self.proven_nonneg(&super::dims::sub(b, a))
+    }
+
+    /// The dimension of this node's data-dependent count, proven at most `bound`: a fresh
+    /// symbol (registered in the report under the node's first output), or the bound itself
+    /// when typing at the bound. `Unknown` when the bound is.
+    pub fn data_dependent(&mut self, bound: &Dim) -> Dim {
+        let tensor = self
+            .node
+            .outputs
+            .iter()
+            .flatten()
+            .next()
+            .map(|&v| self.graph.values[v].name.clone())
+            .unwrap_or_default();
+        let options = self.env.options;
+        let reserved = |s: &str| options.dims.contains_key(s) || options.ranges.contains_key(s);
+        super::data_dependent::count_dim(
+            &mut self.report.data_dependent,
+            &reserved,
+            options.data_dependent_at_bound,
+            (&self.node.op_type, &tensor),
+            bound,
+        )
+    }
+
     // ---- inputs ----
 
     /// Number of input slots (including omitted optional ones).

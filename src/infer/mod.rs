@@ -6,6 +6,7 @@
 
 mod constant_nodes;
 mod context;
+mod data_dependent;
 mod dims;
 mod driver;
 mod fold;
@@ -20,6 +21,7 @@ use anyhow::Result;
 use crate::ir::Model;
 
 pub use context::{NodeCtx, Rule};
+pub use data_dependent::DataDependentDim;
 
 /// How symbolic sizes are bound and how declared types are used.
 #[derive(Clone, Debug, Default)]
@@ -35,6 +37,9 @@ pub struct InferOptions {
     pub input_values: BTreeMap<String, String>,
     /// Use the model's declared output types for operators without a rule.
     pub trust_value_info: bool,
+    /// Type data-dependent counts (`NonZero`, ...) at their proven bound instead of as fresh
+    /// symbols: the sizes the model is planned at.
+    pub data_dependent_at_bound: bool,
 }
 
 impl InferOptions {
@@ -52,6 +57,9 @@ pub struct InferReport {
     pub disagreements: Vec<String>,
     /// Nodes whose output types were taken from the model's declarations (no rule known).
     pub trusted: Vec<String>,
+    /// The data-dependent counts, each a fresh symbol with its bound (empty when typed at the
+    /// bound).
+    pub data_dependent: Vec<DataDependentDim>,
 }
 
 /// Infers the type of every value of the model's graphs, in place.

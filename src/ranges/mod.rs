@@ -15,6 +15,7 @@
 //!   `--at`, the parametric plan evaluated at one point is written as a fixed table instead,
 //!   checked by the fixed verifier against the model typed at that point.
 
+pub mod data_dependent;
 mod sizes;
 
 use std::path::Path;

@@ -252,6 +252,24 @@ impl Expr {
         Some(total)
     }
 
+    /// The expression with the symbols `replacement_of` knows replaced by its expressions
+    /// (once: a replacement is not itself rewritten); `None` on overflow.
+    pub fn replace(&self, replacement_of: &dyn Fn(&str) -> Option<Expr>) -> Option<Expr> {
+        let mut out = Expr::default();
+        for (m, &c) in &self.terms {
+            let mut product = Expr::constant(c);
+            for atom in m {
+                let factor = match atom {
+                    Atom::Symbol(s) => replacement_of(s).unwrap_or_else(|| Expr::symbol(s)),
+                    Atom::FloorDiv(e, d) => e.replace(replacement_of)?.floor_div(*d)?,
+                };
+                product = product.mul(&factor)?;
+            }
+            out = out.add(&product)?;
+        }
+        Some(out)
+    }
+
     /// The expression with the symbols `value_of` knows replaced by their values.
     pub fn substitute(&self, value_of: &dyn Fn(&str) -> Option<i64>) -> Option<Expr> {
         let mut out = Expr::default();

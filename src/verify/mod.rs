@@ -3,6 +3,7 @@
 //! the liveness analysis beyond the operator rule table (a fact about kernels).
 
 mod alias;
+mod bounds;
 mod branches;
 mod expr;
 mod lifetimes;
@@ -16,6 +17,7 @@ use std::collections::HashMap;
 use crate::emit::Table;
 use crate::ir::{Graph, ValueKind};
 
+pub use bounds::check_data_dependent;
 pub use range::EXHAUSTIVE_POINTS;
 
 /// Checks `table` against the typed `graph`; returns every problem found (empty = valid).

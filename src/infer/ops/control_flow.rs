@@ -161,12 +161,22 @@ fn merge_carried(prev: &ValueType, out: &ValueType) -> Option<ValueType> {
     }
 }
 
-/// The number of iterations, when `M` is known and nothing can stop the loop earlier
-/// (no condition input, or a known-true one that the body passes through unchanged).
-fn trip_count(ctx: &NodeCtx) -> Result<Dim> {
-    let Some(m) = ctx.ints(0).and_then(|v| v.first().copied()) else {
-        return Ok(Dim::Unknown);
+/// The number of iterations: `M` (a constant or a size such as a data-dependent count) when
+/// nothing can stop the loop earlier (no condition input, or a known-true one that the body
+/// passes through unchanged); a data-dependent count bounded by a constant `M` when the
+/// condition may stop it earlier; unknown otherwise.
+fn trip_count(ctx: &mut NodeCtx) -> Result<Dim> {
+    let constant = ctx.ints(0).and_then(|v| v.first().copied());
+    let m = match constant {
+        Some(m) => Dim::Known(m.max(0)),
+        None => ctx
+            .dims_value(0)
+            .and_then(|v| v.first().cloned())
+            .unwrap_or(Dim::Unknown),
     };
+    if m == Dim::Unknown {
+        return Ok(Dim::Unknown);
+    }
     let cond_true = !ctx.has_input(1) || ctx.ints(1).is_some_and(|v| v.iter().all(|&c| c != 0));
     let body = ctx.subgraph("body")?;
     let passes_through = match (body.inputs.get(1), body.outputs.first()) {
@@ -187,7 +197,11 @@ fn trip_count(ctx: &NodeCtx) -> Result<Dim> {
         }
         _ => false,
     };
-    Ok(if cond_true && passes_through { Dim::Known(m.max(0)) } else { Dim::Unknown })
+    Ok(match (cond_true && passes_through, constant) {
+        (true, _) => m,
+        (false, Some(_)) => ctx.data_dependent(&m),
+        (false, None) => Dim::Unknown,
+    })
 }
 
 /// `Scan`: states through the body, scan inputs sliced along their axes, scan outputs

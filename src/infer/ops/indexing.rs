@@ -6,6 +6,7 @@ use anyhow::Result;
 use super::Entry;
 use super::util::{IntsArg, axes, ints_attr, ints_input, same_as_input};
 use crate::infer::NodeCtx;
+use crate::infer::data_dependent::cap;
 use crate::infer::dims;
 use crate::infer::fold;
 use crate::ir::{ConstData, DType, Dim, Shape};
@@ -419,33 +420,60 @@ fn pad(ctx: &mut NodeCtx) -> Result<()> {
     Ok(())
 }
 
-/// `Compress`: the count of true conditions (known only when the condition is).
+/// `Compress`: the count of true conditions, known when the condition is; otherwise a
+/// data-dependent count bounded by the condition's length capped by the axis length (the
+/// element count without an axis): the elements beyond the condition are dropped.
 fn compress(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(0)?;
     let count = ctx.constant(1).and_then(|c| match &c.data {
         ConstData::Int(a) => Some(a.iter().filter(|&&v| v != 0).count() as i64),
         _ => None,
     });
-    let kept = count.map_or(Dim::Unknown, Dim::Known);
-    let out = match (ctx.attr_opt_i("axis")?, ctx.shape(0)?) {
-        (None, _) => Some(vec![kept]),
-        (Some(axis), Some(input)) => {
-            let a = ctx.axis(axis, input.len())?;
+    let axis = match (ctx.attr_opt_i("axis")?, ctx.shape(0)?) {
+        (Some(axis), Some(input)) => Some(Some(ctx.axis(axis, input.len())?)),
+        (Some(_), None) => None,
+        (None, _) => Some(None),
+    };
+    let length = match (axis, ctx.shape(0)?) {
+        (Some(Some(a)), Some(input)) => input[a].clone(),
+        (Some(None), Some(input)) => dims::product(input),
+        _ => Dim::Unknown,
+    };
+    let kept = match count {
+        Some(n) => Dim::Known(n),
+        None => {
+            let condition = ctx
+                .shape(1)?
+                .and_then(|s| s.first().cloned())
+                .unwrap_or(Dim::Unknown);
+            let bound = match condition {
+                Dim::Unknown => length.clone(),
+                c => cap(&c, &length, &|a, b| ctx.proven_le(a, b), &length),
+            };
+            ctx.data_dependent(&bound)
+        }
+    };
+    let out = match (axis, ctx.shape(0)?) {
+        (Some(None), _) => Some(vec![kept]),
+        (Some(Some(a)), Some(input)) => {
             let mut out = input.to_vec();
             out[a] = kept;
             Some(out)
         }
-        (Some(_), None) => None,
+        _ => None,
     };
     ctx.set_tensor(0, dtype, out);
     Ok(())
 }
 
-/// `NonZero`: `[rank, count]`, the count known only for a known input.
+/// `NonZero`: `[rank, count]`, the count known for a known input, else data-dependent and
+/// bounded by the input's element count.
 fn non_zero(ctx: &mut NodeCtx) -> Result<()> {
     let rank = ctx.shape(0)?.map_or(Dim::Unknown, |s| Dim::Known(s.len() as i64));
     let Some(c) = ctx.constant(0) else {
-        ctx.set_shape(0, DType::Int64, vec![rank, Dim::Unknown]);
+        let elements = ctx.shape(0)?.map_or(Dim::Unknown, dims::product);
+        let count = ctx.data_dependent(&elements);
+        ctx.set_shape(0, DType::Int64, vec![rank, count]);
         return Ok(());
     };
     let nonzero: Vec<bool> = match &c.data {

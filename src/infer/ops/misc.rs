@@ -8,7 +8,8 @@ use ndarray::Axis;
 
 use super::Entry;
 use super::util::shape_of_input;
-use crate::infer::NodeCtx;
+use crate::infer::data_dependent::cap;
+use crate::infer::{NodeCtx, dims};
 use crate::ir::{ConstData, Constant, DType, Dim};
 
 /// This family's rows of the rule table.
@@ -41,8 +42,9 @@ fn distinct(c: &Constant, axis: Option<usize>) -> usize {
     }
 }
 
-/// `Unique`: `Y`, `indices`, `inverse_indices`, `counts`; the distinct count is known only for
-/// a known input.
+/// `Unique`: `Y`, `indices`, `inverse_indices`, `counts`; the distinct count is known for a
+/// known input, else data-dependent and bounded by the input's length along `axis` (its
+/// element count without one).
 fn unique(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(0)?;
     let input = ctx.shape(0)?;
@@ -50,9 +52,12 @@ fn unique(ctx: &mut NodeCtx) -> Result<()> {
         (Some(a), Some(s)) => Some(ctx.axis(a, s.len())?),
         _ => None,
     };
-    let count = ctx
-        .constant(0)
-        .map_or(Dim::Unknown, |c| Dim::Known(distinct(c, axis) as i64));
+    let count = match (ctx.constant(0), axis, input) {
+        (Some(c), _, _) => Dim::Known(distinct(c, axis) as i64),
+        (None, Some(a), Some(s)) => ctx.data_dependent(&s[a].clone()),
+        (None, None, Some(s)) => ctx.data_dependent(&crate::infer::dims::product(s)),
+        (None, _, None) => Dim::Unknown,
+    };
     let y = match (axis, input) {
         (None, _) => Some(vec![count.clone()]),
         (Some(a), Some(s)) => {
@@ -74,9 +79,35 @@ fn unique(ctx: &mut NodeCtx) -> Result<()> {
     Ok(())
 }
 
-/// int64 `[selected, 3]`; the count depends on the boxes and scores.
+/// int64 `[selected, 3]`; the count depends on the boxes and scores: at most
+/// `max_output_boxes_per_class` (absent: 0) per batch and class, and no more than the boxes.
+/// Boxes are `[batches, boxes, 4]`, scores `[batches, classes, boxes]`.
 fn non_max_suppression(ctx: &mut NodeCtx) -> Result<()> {
-    ctx.set_shape(0, DType::Int64, vec![Dim::Unknown, Dim::Known(3)]);
+    let dim = |s: Option<&[Dim]>, i: usize| s.and_then(|s| s.get(i).cloned());
+    let boxes = ctx.shape(0)?;
+    let scores = ctx.shape(1)?;
+    let batches = dim(boxes, 0).or(dim(scores, 0)).unwrap_or(Dim::Unknown);
+    let count = dim(boxes, 1).or(dim(scores, 2)).unwrap_or(Dim::Unknown);
+    let classes = dim(scores, 1).unwrap_or(Dim::Unknown);
+    let per_class = if ctx.has_input(2) {
+        match ctx.ints(2).and_then(|v| v.first().copied()) {
+            Some(m) => cap(
+                &Dim::Known(m.max(0)),
+                &count,
+                &|a, b| ctx.proven_le(a, b),
+                &Dim::Known(m.max(0)),
+            ),
+            None => count,
+        }
+    } else {
+        Dim::Known(0)
+    };
+    let bound = dims::product(&[batches, classes, per_class]);
+    let selected = match bound {
+        Dim::Known(0) => Dim::Known(0),
+        b => ctx.data_dependent(&b),
+    };
+    ctx.set_shape(0, DType::Int64, vec![selected, Dim::Known(3)]);
     Ok(())
 }
 

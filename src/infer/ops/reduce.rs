@@ -148,7 +148,8 @@ fn arg_reduce(ctx: &mut NodeCtx) -> Result<()> {
     Ok(())
 }
 
-/// `TopK`: values and int64 indices with `k` at `axis` (`k` an attribute before opset 10).
+/// `TopK`: values and int64 indices with `k` at `axis` (`k` an attribute before opset 10); a
+/// `k` known only at run time is data-dependent, bounded by the axis length.
 fn top_k(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(0)?;
     let k = if ctx.opset() < 10 {
@@ -156,11 +157,16 @@ fn top_k(ctx: &mut NodeCtx) -> Result<()> {
     } else {
         ctx.ints(1).and_then(|v| v.first().copied())
     };
+    let run_time_k = ctx.dims_value(1).and_then(|v| v.first().cloned());
     let out = match ctx.shape(0)? {
         Some(input) => {
             let axis = ctx.attr_axis("axis", -1, input.len())?;
             let mut out = input.to_vec();
-            out[axis] = k.map_or(Dim::Unknown, Dim::Known);
+            out[axis] = match (k, run_time_k) {
+                (Some(k), _) => Dim::Known(k),
+                (None, Some(d)) if d != Dim::Unknown => d,
+                (None, _) => ctx.data_dependent(&input[axis].clone()),
+            };
             Some(out)
         }
         None => None,

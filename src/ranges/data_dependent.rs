@@ -1,0 +1,147 @@
+//! Data-dependent sizes: a tensor whose shape involves a count known only at run time
+//! (`NonZero`, `NonMaxSuppression`, ...; see [`crate::infer::DataDependentDim`]) is planned at
+//! its size with every such count at its proven bound. Its table entry is marked
+//! `upper_bound` with the shape in the counts (`shape_expr`) and the bytes it is planned at
+//! (`bytes_expr`, in the range symbols: a constant without ranges); the table lists every
+//! count with its operator and bound (`data_dependent`).
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, anyhow};
+
+use crate::bail_input;
+use crate::emit::{DataDependentEntry, Table};
+use crate::infer::DataDependentDim;
+use crate::ir::Graph;
+use crate::symbolic::{Expr, Ranges, is_monotone};
+
+/// Each count's bound in the range symbols alone: the counts a bound mentions (earlier ones,
+/// e.g. `NonZero` of what `NonMaxSuppression` selected) replaced by their own bounds.
+pub fn resolved_bounds(registry: &[DataDependentDim]) -> Result<BTreeMap<String, Expr>> {
+    let mut resolved: BTreeMap<String, Expr> = BTreeMap::new();
+    for d in registry {
+        let bound = d
+            .bound
+            .replace(&|s| resolved.get(s).cloned())
+            .ok_or_else(|| anyhow!("bug: the bound of '{}' overflows", d.symbol))?;
+        resolved.insert(d.symbol.clone(), bound);
+    }
+    Ok(resolved)
+}
+
+/// The bytes `name` (of exact size `exact`, an expression in the counts) is planned at: its
+/// size with every count at its bound. An input error when the size is not provably
+/// non-decreasing in the counts (a smaller count could then need more bytes).
+pub fn planned_size(
+    name: &str,
+    exact: &Expr,
+    bounds: &BTreeMap<String, Expr>,
+    ranges: &Ranges,
+) -> Result<Expr> {
+    if !is_monotone(exact, ranges) {
+        bail_input!(
+            "tensor '{name}': its size {exact} does not provably grow with its data-dependent counts, so their bounds do not bound it"
+        );
+    }
+    exact
+        .replace(&|s| bounds.get(s).cloned())
+        .ok_or_else(|| crate::input_error!("tensor '{name}': its size at the bound overflows"))
+}
+
+/// True when `expr` mentions a data-dependent count.
+pub fn mentions_count(expr: &Expr, bounds: &BTreeMap<String, Expr>) -> bool {
+    expr.symbols().iter().any(|s| bounds.contains_key(s))
+}
+
+/// The nodes of `symbolic` reading or writing a tensor sized by a count: no slice alias may
+/// form there, since a slice's offset inside its whole would move with the count.
+pub fn nodes_touching_counts(
+    symbolic: &Graph,
+    registry: &[DataDependentDim],
+) -> Result<std::collections::BTreeSet<usize>> {
+    let bounds = resolved_bounds(registry)?;
+    let sized = |v: usize| {
+        symbolic.values[v]
+            .tensor_type()
+            .and_then(|t| t.shape.as_ref())
+            .is_some_and(|s| {
+                s.iter()
+                    .any(|d| d.expr().is_some_and(|e| mentions_count(&e, &bounds)))
+            })
+    };
+    Ok(symbolic
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| {
+            n.inputs
+                .iter()
+                .chain(&n.outputs)
+                .flatten()
+                .any(|&v| sized(v))
+        })
+        .map(|(id, _)| id)
+        .collect())
+}
+
+/// Marks the table's tensors sized by counts (typed in `symbolic`, where the counts are
+/// symbols) and lists the counts. Without ranges each planned size must be the constant the
+/// table's `bytes` holds (the model typed at the bound).
+pub fn mark(
+    table: &mut Table,
+    symbolic: &Graph,
+    registry: &[DataDependentDim],
+    ranges: &Ranges,
+) -> Result<()> {
+    if registry.is_empty() {
+        return Ok(());
+    }
+    let bounds = resolved_bounds(registry)?;
+    for entry in &mut table.tensors {
+        let Some(ty) = symbolic.value(&entry.name).and_then(|v| v.tensor_type()) else {
+            continue;
+        };
+        let Some(exact) = ty.bytes_expr() else {
+            continue;
+        };
+        if !mentions_count(&exact, &bounds) {
+            continue;
+        }
+        let planned = planned_size(&entry.name, &exact, &bounds, ranges)?;
+        if ranges.is_empty()
+            && planned.as_constant() != entry.bytes.and_then(|b| i64::try_from(b).ok())
+        {
+            return Err(anyhow!(
+                "bug: '{}' planned at {:?} bytes but its size at the bound is {planned}",
+                entry.name,
+                entry.bytes
+            ));
+        }
+        let counts: Vec<String> = exact
+            .symbols()
+            .into_iter()
+            .filter(|s| bounds.contains_key(s))
+            .collect();
+        let sym = &mut entry.symbolic;
+        sym.shape_expr = ty
+            .shape
+            .as_ref()
+            .map(|s| s.iter().map(ToString::to_string).collect());
+        sym.bytes_expr = Some(planned.to_string());
+        sym.upper_bound = true;
+        sym.upper_bound_reason = Some(format!(
+            "its size {exact} depends on the data-dependent count(s) {}; planned at their bounds",
+            counts.join(", ")
+        ));
+    }
+    table.data_dependent = registry
+        .iter()
+        .map(|d| DataDependentEntry {
+            symbol: d.symbol.clone(),
+            op: d.op.clone(),
+            tensor: d.tensor.clone(),
+            bound: d.bound.to_string(),
+        })
+        .collect();
+    Ok(())
+}

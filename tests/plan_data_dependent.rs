@@ -1,0 +1,173 @@
+//! Data-dependent sizes (NonMaxSuppression, NonZero, TopK with a run-time k, Unique, Compress,
+//! a Loop over a NonZero count) planned at their proven bounds: the hand-worked NMS head, a
+//! tampered table refused, and the detection-style models of scripts/make_detection_models.py
+//! run in onnxruntime (scripts/ort_bounds.py: every actual shape within the planned one,
+//! outputs unchanged).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{
+    assert_verify_refuses, float_info, float_init, int_init, model, node, ort_python, plan_written,
+    read_table, root, run_cli,
+};
+use onnx_memplan::onnx::proto::GraphProto;
+
+/// boxes [1, 100, 4], scores [1, 3, 100], at most 10 boxes per class → selected [n, 3] →
+/// the selected boxes' rows (Gather) → doubled.
+fn nms_head() -> onnx_memplan::onnx::proto::ModelProto {
+    let mut gather = node("Gather", &["boxes2", "box_idx"], &["picked"]);
+    gather
+        .attribute
+        .push(onnx_memplan::onnx::proto::AttributeProto {
+            name: Some("axis".into()),
+            r#type: Some(2),
+            i: Some(0),
+            ..Default::default()
+        });
+    model(GraphProto {
+        name: Some("nms_head".into()),
+        node: vec![
+            node(
+                "NonMaxSuppression",
+                &["boxes", "scores", "max_out", "iou", "thr"],
+                &["selected"],
+            ),
+            node("Slice", &["selected", "two", "three", "one"], &["box_col"]),
+            node("Squeeze", &["box_col", "one"], &["box_idx"]),
+            node("Squeeze", &["boxes", "zero"], &["boxes2"]),
+            gather,
+            node("Mul", &["picked", "scale"], &["detections"]),
+        ],
+        input: vec![
+            float_info("boxes", &[1, 100, 4]),
+            float_info("scores", &[1, 3, 100]),
+        ],
+        output: vec![onnx_memplan::onnx::proto::ValueInfoProto {
+            name: Some("detections".into()),
+            ..Default::default()
+        }],
+        initializer: vec![
+            int_init("max_out", &[1], &[10]),
+            float_init("iou", &[1], &[0.5]),
+            float_init("thr", &[1], &[0.0]),
+            int_init("zero", &[1], &[0]),
+            int_init("one", &[1], &[1]),
+            int_init("two", &[1], &[2]),
+            int_init("three", &[1], &[3]),
+            float_init("scale", &[1], &[2.0]),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn nms_head_plans_at_its_hand_worked_bound_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, table_path) = plan_written(dir.path(), "nms", &nms_head(), &[]);
+    let table = read_table(&table_path);
+    // By hand: 1 batch × 3 classes × min(10 per class, 100 boxes) = 30 selected at most.
+    assert_eq!(table.data_dependent.len(), 1);
+    let count = &table.data_dependent[0];
+    assert_eq!(
+        (
+            count.op.as_str(),
+            count.tensor.as_str(),
+            count.bound.as_str()
+        ),
+        ("NonMaxSuppression", "selected", "30")
+    );
+    let entry = |name: &str| table.tensors.iter().find(|t| t.name == name).unwrap();
+    // int64 [30, 3] = 720 bytes; the gathered float32 boxes [30, 4] = 480 bytes.
+    for (name, shape, bytes) in [("selected", [30, 3], 720), ("picked", [30, 4], 480)] {
+        let t = entry(name);
+        assert_eq!(t.shape.as_deref(), Some(&shape[..]), "{name}");
+        assert_eq!(t.bytes, Some(bytes), "{name}");
+        assert!(t.symbolic.upper_bound, "{name}");
+        assert_eq!(t.symbolic.bytes_expr.as_deref(), Some(&*bytes.to_string()));
+        assert_eq!(t.symbolic.shape_expr.as_ref().unwrap()[0], count.symbol);
+    }
+    // Fixed-size tensors stay unmarked.
+    assert!(!entry("boxes2").symbolic.upper_bound);
+    let ok = run_cli(&[
+        "verify",
+        model.to_str().unwrap(),
+        table_path.to_str().unwrap(),
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+
+    // A smaller bound than the operator implies is refused.
+    let original = std::fs::read_to_string(&table_path).unwrap();
+    std::fs::write(
+        &table_path,
+        original.replace("\"bound\": \"30\"", "\"bound\": \"20\""),
+    )
+    .unwrap();
+    assert_verify_refuses(&model, &table_path, "bound is not one the operator implies");
+    // So is a tensor planned below its size at the bound, or left unmarked.
+    let mut json: serde_json::Value = serde_json::from_str(&original).unwrap();
+    let tensors = json["tensors"].as_array_mut().unwrap();
+    let picked = tensors.iter_mut().find(|t| t["name"] == "picked").unwrap();
+    picked["bytes_expr"] = "240".into();
+    std::fs::write(&table_path, json.to_string()).unwrap();
+    assert_verify_refuses(&model, &table_path, "picked");
+    let mut json: serde_json::Value = serde_json::from_str(&original).unwrap();
+    let tensors = json["tensors"].as_array_mut().unwrap();
+    let selected = tensors
+        .iter_mut()
+        .find(|t| t["name"] == "selected")
+        .unwrap();
+    selected.as_object_mut().unwrap().remove("upper_bound");
+    std::fs::write(&table_path, json.to_string()).unwrap();
+    assert_verify_refuses(&model, &table_path, "not marked upper_bound");
+}
+
+#[test]
+fn detection_models_run_in_onnxruntime_within_their_bounds() {
+    let Some(python) = ort_python() else {
+        eprintln!(
+            "SKIPPED the onnxruntime run of the detection models: no Python with onnxruntime \
+             (run scripts/ort_check.sh once to create .ci/venv, or set MEMPLAN_PYTHON)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    let script = |name: &str| root().join("scripts").join(name);
+    let made = Command::new(&python)
+        .arg(script("make_detection_models.py"))
+        .arg(&models)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let binary = Path::new(env!("CARGO_BIN_EXE_onnx-memplan"));
+    let run = Command::new(&python)
+        .arg(script("ort_bounds.py"))
+        .arg("--bin")
+        .arg(binary)
+        .arg("--dir")
+        .arg(&models)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout);
+    eprintln!("{said}");
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Every model of the generator was planned and checked.
+    assert_eq!(said.matches("PASS").count(), 6, "{said}");
+}
