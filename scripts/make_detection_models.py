@@ -9,6 +9,9 @@ writes into OUT_DIR, with onnx.helper (opset 17, random weights, fixed seed):
   - nonzero_gather.onnx: NonZero of x > 0 over x [4, 8] -> Transpose -> GatherND of the positive
     values -> Add;
   - topk_k.onnx: TopK of x [1, 50] with k a run-time input;
+  - topk_min_k.onnx: the positive values of x [200] (NonZero, GatherND), then TopK with
+    k = ReduceMin(Concat([30], count)) as torchvision's detection heads compute it (SSDlite:
+    at most `topk_candidates`), so the TopK count is bounded by 30, not by the 200 positions;
   - unique.onnx: Unique of a rounded [20] vector, the values doubled and the counts;
   - compress.onnx: the rows of x [6, 5] whose sum is positive (Compress), through Relu;
   - loop_nonzero.onnx: a Loop over the NonZero count of x [16] > 0, gathering each positive
@@ -102,6 +105,25 @@ def topk_k(out):
          [floats("two", 2.0)])
 
 
+def topk_min_k(out):
+    nodes = [
+        n("Greater", ["x", "zero"], ["positive"]),
+        n("NonZero", ["positive"], ["where"]),  # [1, n], n <= 200
+        n("Transpose", ["where"], ["coords"], perm=[1, 0]),  # [n, 1]
+        n("GatherND", ["x", "coords"], ["values"]),  # [n]
+        n("Shape", ["values"], ["count"]),  # [1]
+        n("Concat", ["candidates", "count"], ["both"], axis=0),  # [2]
+        n("ReduceMin", ["both"], ["least"], keepdims=0),  # scalar: min(30, n)
+        n("Reshape", ["least", "one_dim"], ["k"]),  # [1]
+        n("TopK", ["values", "k"], ["top", "top_idx"], axis=0),  # [k], k <= 30
+        n("Mul", ["top", "two"], ["y"]),
+    ]
+    save(out, "topk_min_k", nodes, [helper.make_tensor_value_info("x", F, [200])],
+         [out_info("y", F, 1), out_info("top_idx", I64, 1)],
+         [floats("zero", 0.0), floats("two", 2.0), ints("candidates", [30]),
+          ints("one_dim", [1])])
+
+
 def unique(out):
     nodes = [
         n("Mul", ["x", "two"], ["x2"]),
@@ -157,7 +179,7 @@ def main():
     ap.add_argument("out")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for make in (nms_head, nonzero_gather, topk_k, unique, compress, loop_nonzero):
+    for make in (nms_head, nonzero_gather, topk_k, topk_min_k, unique, compress, loop_nonzero):
         make(a.out)
     manifest = {"topk_k.onnx": {"input_values": {"k": [7]}}}
     with open(os.path.join(a.out, "manifest.json"), "w") as f:

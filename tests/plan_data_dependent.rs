@@ -10,23 +10,19 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    assert_verify_refuses, float_info, float_init, int_init, model, node, ort_python, plan_written,
-    read_table, root, run_cli,
+    assert_verifies, assert_verify_refuses, float_info, float_init, int_init, model, node,
+    ort_python, plan_written, read_table, root, run_cli, with_int,
 };
 use onnx_memplan::onnx::proto::GraphProto;
 
 /// boxes [1, 100, 4], scores [1, 3, 100], at most 10 boxes per class → selected [n, 3] →
 /// the selected boxes' rows (Gather) → doubled.
 fn nms_head() -> onnx_memplan::onnx::proto::ModelProto {
-    let mut gather = node("Gather", &["boxes2", "box_idx"], &["picked"]);
-    gather
-        .attribute
-        .push(onnx_memplan::onnx::proto::AttributeProto {
-            name: Some("axis".into()),
-            r#type: Some(2),
-            i: Some(0),
-            ..Default::default()
-        });
+    let gather = with_int(
+        node("Gather", &["boxes2", "box_idx"], &["picked"]),
+        "axis",
+        0,
+    );
     model(GraphProto {
         name: Some("nms_head".into()),
         node: vec![
@@ -128,6 +124,85 @@ fn nms_head_plans_at_its_hand_worked_bound_and_verifies() {
     assert_verify_refuses(&model, &table_path, "not marked upper_bound");
 }
 
+/// The positive values of x [200] (NonZero, GatherND: n of them), then TopK with
+/// k = ReduceMin(Concat([candidates], Shape(values))) = min(candidates, n), as torchvision's
+/// SSDlite head computes it, doubled.
+fn topk_min_k(candidates: i64) -> onnx_memplan::onnx::proto::ModelProto {
+    model(GraphProto {
+        name: Some("topk_min_k".into()),
+        node: vec![
+            node("Greater", &["x", "zero"], &["positive"]),
+            node("NonZero", &["positive"], &["where"]),
+            node("Transpose", &["where"], &["coords"]),
+            node("GatherND", &["x", "coords"], &["values"]),
+            node("Shape", &["values"], &["count"]),
+            with_int(
+                node("Concat", &["candidates", "count"], &["both"]),
+                "axis",
+                0,
+            ),
+            with_int(node("ReduceMin", &["both"], &["least"]), "keepdims", 0),
+            node("Reshape", &["least", "one_dim"], &["k"]),
+            with_int(
+                node("TopK", &["values", "k"], &["top", "top_idx"]),
+                "axis",
+                0,
+            ),
+            node("Mul", &["top", "two"], &["y"]),
+        ],
+        input: vec![float_info("x", &[200])],
+        output: ["y", "top_idx"]
+            .map(|name| onnx_memplan::onnx::proto::ValueInfoProto {
+                name: Some(name.into()),
+                ..Default::default()
+            })
+            .to_vec(),
+        initializer: vec![
+            float_init("zero", &[1], &[0.0]),
+            float_init("two", &[1], &[2.0]),
+            int_init("candidates", &[1], &[candidates]),
+            int_init("one_dim", &[1], &[1]),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn a_topk_whose_k_is_a_minimum_with_a_constant_is_bounded_by_the_constant() {
+    let dir = tempfile::tempdir().unwrap();
+    // By hand: n <= 200 positions; k = min(30, n) <= 30 < 200, so TopK's count is at most
+    // 30: `top` float32 [30] = 120 bytes, `top_idx` int64 [30] = 240 bytes.
+    let (model, table_path) = plan_written(dir.path(), "min30", &topk_min_k(30), &[]);
+    let table = read_table(&table_path);
+    let bounds: Vec<(&str, &str)> = table
+        .data_dependent
+        .iter()
+        .map(|d| (d.op.as_str(), d.bound.as_str()))
+        .collect();
+    assert_eq!(bounds, [("NonZero", "200"), ("TopK", "30")]);
+    let bytes = |name: &str| table.tensors.iter().find(|t| t.name == name).unwrap().bytes;
+    assert_eq!((bytes("top"), bytes("top_idx")), (Some(120), Some(240)));
+    assert_verifies(&model, &table_path);
+    // 29 is not a bound the operator implies for these inputs.
+    let original = std::fs::read_to_string(&table_path).unwrap();
+    std::fs::write(
+        &table_path,
+        original.replace("\"bound\": \"30\"", "\"bound\": \"29\""),
+    )
+    .unwrap();
+    assert_verify_refuses(&model, &table_path, "bound is not one the operator implies");
+
+    // With 500 candidates the axis is the tighter bound: the count is at most n <= 200, so
+    // the bound names the NonZero count and `top` is planned at 200 floats = 800 bytes.
+    let (model, table_path) = plan_written(dir.path(), "min500", &topk_min_k(500), &[]);
+    let table = read_table(&table_path);
+    let topk = &table.data_dependent[1];
+    assert_eq!(topk.bound, table.data_dependent[0].symbol);
+    let top = table.tensors.iter().find(|t| t.name == "top").unwrap();
+    assert_eq!(top.bytes, Some(800));
+    assert_verifies(&model, &table_path);
+}
+
 #[test]
 fn detection_models_run_in_onnxruntime_within_their_bounds() {
     let Some(python) = ort_python() else {
@@ -169,5 +244,5 @@ fn detection_models_run_in_onnxruntime_within_their_bounds() {
         String::from_utf8_lossy(&run.stderr)
     );
     // Every model of the generator was planned and checked.
-    assert_eq!(said.matches("PASS").count(), 6, "{said}");
+    assert_eq!(said.matches("PASS").count(), 7, "{said}");
 }

@@ -119,6 +119,24 @@ impl<'a> NodeCtx<'a> {
         self.proven_nonneg(&super::dims::sub(b, a))
     }
 
+    /// The tighter of two proven bounds of this node's count (see
+    /// [`super::data_dependent::tighter`]).
+    pub fn tighter_bound(&self, a: &Dim, b: &Dim) -> Dim {
+        super::data_dependent::tighter(
+            a,
+            b,
+            &|x, y| self.proven_le(x, y),
+            &self.report.data_dependent,
+        )
+    }
+
+    /// A proven upper bound of every element of integer input `i`, read from the constants
+    /// it is computed from (see [`super::data_dependent::value_upper_bound`]).
+    pub fn input_upper_bound(&self, i: usize) -> Option<i64> {
+        let id = (*self.node.inputs.get(i)?)?;
+        super::data_dependent::value_upper_bound(self.graph, id)
+    }
+
     /// The dimension of this node's data-dependent count, proven at most `bound`: a fresh
     /// symbol (registered in the report under the node's first output), or the bound itself
     /// when typing at the bound. `Unknown` when the bound is.

@@ -4,7 +4,7 @@
 //! docs/format.md, "Data-dependent sizes"); typed at the bound instead
 //! ([`super::InferOptions::data_dependent_at_bound`]), the model has the sizes it is planned at.
 
-use crate::ir::Dim;
+use crate::ir::{Dim, Graph, ValueId};
 use crate::symbolic::Expr;
 
 /// One data-dependent dimension found by inference.
@@ -58,13 +58,124 @@ pub(crate) fn count_dim(
     Dim::Symbol(symbol)
 }
 
-/// The tighter of two bounds of one count: the smaller when both are known or one is
-/// provably no larger (`proven_le(a, b)`), else `fallback`.
-pub(crate) fn cap(a: &Dim, b: &Dim, proven_le: &dyn Fn(&Dim, &Dim) -> bool, fallback: &Dim) -> Dim {
+/// `a` or `b`, both proven bounds of one count, whichever is the tighter: the provably
+/// smaller, else the smaller with every count at its bound (so the model typed at the bounds
+/// gets the same size), else `a`.
+pub(crate) fn tighter(
+    a: &Dim,
+    b: &Dim,
+    proven_le: &dyn Fn(&Dim, &Dim) -> bool,
+    registry: &[DataDependentDim],
+) -> Dim {
+    let at_bounds = |d: &Dim| d.expr().and_then(|e| counts_at_bounds(&e, registry));
     match (a, b) {
         (Dim::Known(x), Dim::Known(y)) => Dim::Known(*x.min(y)),
         _ if proven_le(a, b) => a.clone(),
         _ if proven_le(b, a) => b.clone(),
-        _ => fallback.clone(),
+        _ => match (at_bounds(a), at_bounds(b)) {
+            (Some(x), Some(y)) if y < x => b.clone(),
+            _ => a.clone(),
+        },
     }
+}
+
+/// The constant `expr` takes with every count at its bound; `None` when it still depends on
+/// other symbols (ranges) or overflows. Bounds mention only earlier counts, so substituting
+/// once per count resolves them all.
+fn counts_at_bounds(expr: &Expr, registry: &[DataDependentDim]) -> Option<i64> {
+    let mut e = expr.clone();
+    for _ in 0..=registry.len() {
+        if let Some(c) = e.as_constant() {
+            return Some(c);
+        }
+        e = e.replace(&|s| {
+            registry
+                .iter()
+                .find(|d| d.symbol == s)
+                .map(|d| d.bound.clone())
+        })?;
+    }
+    e.as_constant()
+}
+
+/// Operators whose output holds exactly the elements of input 0, rearranged.
+const REARRANGING: &[&str] = &[
+    "Identity",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Transpose",
+];
+
+/// How many producers [`value_upper_bound`] follows at most.
+const BOUND_DEPTH: usize = 32;
+
+/// A proven upper bound of every element of integer value `v`, read from the constants it is
+/// computed from through operators that rearrange elements, `Concat`, `Min` and `ReduceMin`:
+/// detection heads pass `TopK` a `k` of `min(candidates, count)`, bounded by the constant
+/// whatever the count. `None` when nothing bounds it.
+pub(crate) fn value_upper_bound(graph: &Graph, v: ValueId) -> Option<i64> {
+    bound_of(graph, v, BOUND_DEPTH, false)
+}
+
+/// An upper bound of every element of `v` (`of_min` false) or of its smallest element
+/// (`of_min` true), following at most `depth` producers.
+fn bound_of(graph: &Graph, v: ValueId, depth: usize, of_min: bool) -> Option<i64> {
+    let value = graph.values.get(v)?;
+    if let Some(c) = value.constant.as_deref() {
+        if !c.dtype.is_integer() {
+            return None;
+        }
+        let elements = c.to_i64_vec()?.into_iter();
+        return if of_min {
+            elements.min()
+        } else {
+            elements.max()
+        };
+    }
+    // A bound of the smallest element needs one to exist.
+    if of_min && !known_non_empty(value) {
+        return None;
+    }
+    let depth = depth.checked_sub(1)?;
+    let node = &graph.nodes[value.producer?];
+    if !node.domain.is_empty() {
+        return None;
+    }
+    let input = |i: usize| node.inputs.get(i).copied().flatten();
+    let inputs = || node.inputs.iter().flatten().copied();
+    let of = |u: ValueId, of_min: bool| bound_of(graph, u, depth, of_min);
+    match node.op_type.as_str() {
+        op if REARRANGING.contains(&op) => of(input(0)?, of_min),
+        // The smallest element of a concatenation is at most each part's smallest; every
+        // element is at most the largest part bound.
+        "Concat" if of_min => inputs().filter_map(|u| of(u, true)).min(),
+        "Concat" => inputs()
+            .map(|u| of(u, false))
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .max(),
+        // Each output element is at most the same element of every input.
+        "Min" => inputs().filter_map(|u| of(u, false)).min(),
+        "ReduceMin" => {
+            let x = input(0)?;
+            let rank = graph.values[x].tensor_type()?.shape.as_ref()?.len();
+            let whole = rank == 1
+                && node.attr_int("noop_with_empty_axes").unwrap_or(0) == 0
+                && known_non_empty(&graph.values[x]);
+            // A rank-1 input reduced whole gives its smallest element; any other reduction
+            // gives elements of the input's.
+            of(x, whole)
+        }
+        _ => None,
+    }
+}
+
+/// True when `value`'s inferred shape is known and holds at least one element.
+fn known_non_empty(value: &crate::ir::Value) -> bool {
+    value
+        .tensor_type()
+        .and_then(|t| t.shape.as_ref())
+        .is_some_and(|s| s.iter().all(|d| d.value().is_some_and(|n| n > 0)))
 }

@@ -7,7 +7,8 @@
 //!   element count; `NonMaxSuppression` batches × classes × boxes, or × a constant
 //!   `max_output_boxes_per_class` (or the smaller of the two); `Unique` the input's length
 //!   along `axis` (its element count without one); `Compress` the condition's length or the
-//!   length it selects from (or the smaller); `TopK` the axis length; `Loop` its constant `M`;
+//!   length it selects from (or the smaller); `TopK` the axis length, or the ceiling its `k` input's constants
+//!   fix ([`super::ceiling`]), or the smaller; `Loop` its constant `M`;
 //! - every symbol of an inferred shape is a range symbol or a listed count;
 //! - every tensor sized by a count is marked `upper_bound`, its `shape_expr` is the inferred
 //!   shape, and its `bytes_expr` is element bits × that shape with every count at its bound
@@ -169,7 +170,12 @@ fn check_bound(
         }
         "TopK" => {
             let x = shape(0)?;
-            vec![axis_len(&x, node.attr_int("axis").unwrap_or(-1))?]
+            let axis = axis_len(&x, node.attr_int("axis").unwrap_or(-1))?;
+            let k = node.inputs.get(1).copied().flatten();
+            match k.and_then(|k| super::ceiling::ceiling(g, k)) {
+                Some(most) => with_smaller(vec![Ast::Num(i128::from(most.max(0))), axis]),
+                None => vec![axis],
+            }
         }
         "NonMaxSuppression" => {
             let (boxes, scores) = (shape(0)?, shape(1)?);

@@ -5,6 +5,7 @@
 mod alias;
 mod bounds;
 mod branches;
+mod ceiling;
 mod expr;
 mod lifetimes;
 mod modes;

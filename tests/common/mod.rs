@@ -123,6 +123,18 @@ pub fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
     }
 }
 
+/// `node` with an integer attribute added.
+pub fn with_int(mut node: NodeProto, name: &str, value: i64) -> NodeProto {
+    node.attribute
+        .push(onnx_memplan::onnx::proto::AttributeProto {
+            name: Some(name.into()),
+            r#type: Some(2),
+            i: Some(value),
+            ..Default::default()
+        });
+    node
+}
+
 /// A model around a graph, default opset 17.
 pub fn model(graph: GraphProto) -> ModelProto {
     ModelProto {

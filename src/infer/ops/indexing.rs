@@ -6,7 +6,6 @@ use anyhow::Result;
 use super::Entry;
 use super::util::{IntsArg, axes, ints_attr, ints_input, same_as_input};
 use crate::infer::NodeCtx;
-use crate::infer::data_dependent::cap;
 use crate::infer::dims;
 use crate::infer::fold;
 use crate::ir::{ConstData, DType, Dim, Shape};
@@ -448,7 +447,7 @@ fn compress(ctx: &mut NodeCtx) -> Result<()> {
                 .unwrap_or(Dim::Unknown);
             let bound = match condition {
                 Dim::Unknown => length.clone(),
-                c => cap(&c, &length, &|a, b| ctx.proven_le(a, b), &length),
+                c => ctx.tighter_bound(&length, &c),
             };
             ctx.data_dependent(&bound)
         }

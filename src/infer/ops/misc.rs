@@ -8,7 +8,6 @@ use ndarray::Axis;
 
 use super::Entry;
 use super::util::shape_of_input;
-use crate::infer::data_dependent::cap;
 use crate::infer::{NodeCtx, dims};
 use crate::ir::{ConstData, Constant, DType, Dim};
 
@@ -91,12 +90,7 @@ fn non_max_suppression(ctx: &mut NodeCtx) -> Result<()> {
     let classes = dim(scores, 1).unwrap_or(Dim::Unknown);
     let per_class = if ctx.has_input(2) {
         match ctx.ints(2).and_then(|v| v.first().copied()) {
-            Some(m) => cap(
-                &Dim::Known(m.max(0)),
-                &count,
-                &|a, b| ctx.proven_le(a, b),
-                &Dim::Known(m.max(0)),
-            ),
+            Some(m) => ctx.tighter_bound(&Dim::Known(m.max(0)), &count),
             None => count,
         }
     } else {

@@ -165,7 +165,14 @@ fn top_k(ctx: &mut NodeCtx) -> Result<()> {
             out[axis] = match (k, run_time_k) {
                 (Some(k), _) => Dim::Known(k),
                 (None, Some(d)) if d != Dim::Unknown => d,
-                (None, _) => ctx.data_dependent(&input[axis].clone()),
+                (None, _) => {
+                    // At most the axis, and at most what bounds `k` (`min(candidates, n)`).
+                    let bound = match ctx.input_upper_bound(1) {
+                        Some(k) => ctx.tighter_bound(&Dim::Known(k.max(0)), &input[axis]),
+                        None => input[axis].clone(),
+                    };
+                    ctx.data_dependent(&bound)
+                }
             };
             Some(out)
         }
