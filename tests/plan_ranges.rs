@@ -294,25 +294,10 @@ fn the_documented_evaluators_agree_with_at() {
 /// tool, then checked by the fixed verifier).
 #[test]
 fn s_and_s_squared_with_crossing_lifetimes_by_hand() {
-    use common::{model, node, symbolic_float_info as info, write_model};
-    use onnx_memplan::onnx::proto::GraphProto;
-
-    let graph = GraphProto {
-        name: Some("crossing".into()),
-        node: vec![
-            node("Relu", &["x"], &["a"]),
-            node("Mul", &["a", "xt"], &["b"]),
-            node("Add", &["b", "a"], &["y"]),
-        ],
-        input: vec![info("x", &["s", "1"]), info("xt", &["1", "s"])],
-        output: vec![info("y", &["s", "s"])],
-        ..Default::default()
-    };
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("crossing.onnx");
-    write_model(&model(graph), &path);
+    let path = crossing_model(dir.path());
     let out = dir.path().join("crossing.memplan.onnx");
-    let range = ["--dim", "s=1..64", "--alignment", "1", "--exclude-io"];
+    let range = CROSSING_RANGE;
     plan(&path, &out, &range);
     assert_verifies(&path, &table_of(&out));
     let table = read_table(&table_of(&out));
@@ -339,4 +324,54 @@ fn s_and_s_squared_with_crossing_lifetimes_by_hand() {
         assert_eq!((offset("a"), offset("b")), (want_a, want_b), "s = {s}");
         assert_eq!(fixed.arenas[0].bytes, 4 * s + 4 * s * s, "s = {s}");
     }
+}
+
+/// The range options of the crossing model's plan (64 points: the exhaustive proof).
+const CROSSING_RANGE: [&str; 5] = ["--dim", "s=1..64", "--alignment", "1", "--exclude-io"];
+
+/// Writes the crossing model of [`s_and_s_squared_with_crossing_lifetimes_by_hand`] into `dir`.
+fn crossing_model(dir: &Path) -> PathBuf {
+    use common::{model, node, symbolic_float_info as info, write_model};
+    use onnx_memplan::onnx::proto::GraphProto;
+
+    let graph = GraphProto {
+        name: Some("crossing".into()),
+        node: vec![
+            node("Relu", &["x"], &["a"]),
+            node("Mul", &["a", "xt"], &["b"]),
+            node("Add", &["b", "a"], &["y"]),
+        ],
+        input: vec![info("x", &["s", "1"]), info("xt", &["1", "s"])],
+        output: vec![info("y", &["s", "s"])],
+        ..Default::default()
+    };
+    let path = dir.join("crossing.onnx");
+    write_model(&model(graph), &path);
+    path
+}
+
+/// The exhaustive proof evaluates each offset after the ends it names, and refuses offsets
+/// that have no value. On the crossing model `a` and `b` are the only arena tensors, one on
+/// the other: the plan as written verifies. Rewriting the offsets to `a: $b` and `b: $a`
+/// makes each need the other's end first, a cycle, so neither has a value at any s (by hand)
+/// and the verifier must say so (the fixed offsets, which the fixed verifier checks at s = 64,
+/// are untouched).
+#[test]
+fn exhaustive_proof_refuses_offsets_that_name_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crossing_model(dir.path());
+    let out = dir.path().join("crossing.memplan.onnx");
+    plan(&path, &out, &CROSSING_RANGE);
+    let table_path = table_of(&out);
+    assert_verifies(&path, &table_path);
+    let table = read_table(&table_path);
+    assert_eq!(table.parametric.as_ref().unwrap().proof, "exhaustive");
+    let index = |n: &str| table.tensors.iter().position(|t| t.name == n).unwrap();
+    let (a, b) = (index("a"), index("b"));
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    json["tensors"][a]["offset_expr"] = format!("${b}").into();
+    json["tensors"][b]["offset_expr"] = format!("${a}").into();
+    std::fs::write(&table_path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    assert_verify_refuses(&path, &table_path, "offset_expr has no value");
 }

@@ -166,7 +166,7 @@ impl Ast {
     pub fn eval(
         &self,
         point: &BTreeMap<String, i128>,
-        end: &mut dyn FnMut(usize) -> Option<i128>,
+        end: &mut impl FnMut(usize) -> Option<i128>,
     ) -> Option<i128> {
         Some(match self {
             Ast::Num(v) => *v,

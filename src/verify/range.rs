@@ -98,8 +98,8 @@ fn box_points(ranges: &BTreeMap<String, (i128, i128)>) -> Vec<BTreeMap<String, i
 struct Sizes {
     /// Table index of each arena tensor.
     index: Vec<usize>,
-    /// Position in `index` of each table tensor in the arena.
-    slot: HashMap<usize, usize>,
+    /// Position in `index` of each table tensor in the arena, by table index.
+    slot: Vec<Option<usize>>,
     bytes: Vec<Ast>,
     offsets: Vec<Ast>,
     arena: Ast,
@@ -109,6 +109,11 @@ struct Sizes {
     conflicts: Vec<(usize, usize)>,
     /// Per slot: the slot owning the bytes it shares (itself when it shares none).
     roots: Vec<usize>,
+    /// Per slot: the slots whose ends its `offset_expr` names.
+    deps: Vec<Vec<usize>>,
+    /// The slots in an order where each comes after the slots it names; slots on or behind a
+    /// cycle of references are left out (their offsets have no value).
+    order: Vec<usize>,
 }
 
 /// Offsets and arena at one point.
@@ -119,6 +124,11 @@ struct AtPoint {
 }
 
 impl Sizes {
+    /// The slot of table tensor `k`, when it is in the arena.
+    fn slot_of(&self, k: usize) -> Option<usize> {
+        self.slot.get(k).copied().flatten()
+    }
+
     fn read(
         graph: &Graph,
         table: &Table,
@@ -140,13 +150,15 @@ impl Sizes {
             .collect();
         let mut sizes = Sizes {
             index: Vec::new(),
-            slot: HashMap::new(),
+            slot: vec![None; table.tensors.len()],
             bytes: Vec::new(),
             offsets: Vec::new(),
             arena,
             shares: Vec::new(),
             conflicts: Vec::new(),
             roots: Vec::new(),
+            deps: Vec::new(),
+            order: Vec::new(),
         };
         for (i, entry) in table.tensors.iter().enumerate() {
             if entry.offset.is_none() {
@@ -173,7 +185,7 @@ impl Sizes {
                     "tensor '{name}': slice aliases are not part of range tables"
                 ));
             }
-            sizes.slot.insert(i, sizes.index.len());
+            sizes.slot[i] = Some(sizes.index.len());
             sizes.index.push(i);
             sizes.bytes.push(bytes);
             sizes.offsets.push(offset);
@@ -181,10 +193,20 @@ impl Sizes {
         let mut refs = BTreeSet::new();
         refs_of(&sizes.arena, &mut refs);
         sizes.offsets.iter().for_each(|o| refs_of(o, &mut refs));
-        if let Some(k) = refs.iter().find(|k| !sizes.slot.contains_key(k)) {
+        if let Some(k) = refs.iter().find(|&&k| sizes.slot_of(k).is_none()) {
             problems.push(format!("${k} names no tensor in the arena"));
             return None;
         }
+        sizes.deps = sizes
+            .offsets
+            .iter()
+            .map(|o| {
+                let mut refs = BTreeSet::new();
+                refs_of(o, &mut refs);
+                refs.iter().filter_map(|&k| sizes.slot_of(k)).collect()
+            })
+            .collect();
+        sizes.order = evaluation_order(&sizes.deps);
         // Sharing classes, by following inplace_of / alias_of to the tensor owning the bytes.
         let mut class: Vec<usize> = (0..sizes.index.len()).collect();
         for (s, &i) in sizes.index.iter().enumerate() {
@@ -193,7 +215,7 @@ impl Sizes {
             let Some(t) = target.and_then(|n| names.get(n.as_str())) else {
                 continue;
             };
-            let Some(&ts) = sizes.slot.get(t) else {
+            let Some(ts) = sizes.slot_of(*t) else {
                 problems.push(format!(
                     "tensor '{}' shares a tensor outside the arena",
                     entry.name
@@ -253,16 +275,33 @@ impl Sizes {
             })
             .collect::<Result<_, _>>()?;
         let align = i128::from(alignment.max(1));
+        // Each buffer's bytes rounded up to the alignment, once per point.
+        let padded: Vec<i128> = bytes
+            .iter()
+            .map(|b| b.saturating_add(align - 1).div_euclid(align) * align)
+            .collect();
+        let end_of = |s: usize, offset: i128| offset + padded[s];
         let mut offsets: Vec<Option<i128>> = vec![None; self.index.len()];
-        let mut state = vec![0u8; self.index.len()];
-        for s in 0..self.index.len() {
-            self.offset_of(s, point, &bytes, align, &mut offsets, &mut state)
-                .ok_or_else(|| format!("{}: offset_expr has no value at {point:?}", name(s)))?;
+        for &s in &self.order {
+            if self.deps[s].iter().any(|&d| offsets[d].is_none()) {
+                continue;
+            }
+            let v = self.offsets[s].eval(point, &mut |k| {
+                let d = self.slot_of(k)?;
+                Some(end_of(d, offsets[d]?))
+            });
+            offsets[s] = v;
+        }
+        if let Some(s) = offsets.iter().position(Option::is_none) {
+            return Err(format!(
+                "{}: offset_expr has no value at {point:?}",
+                name(s)
+            ));
         }
         let offsets: Vec<i128> = offsets.into_iter().map(|o| o.unwrap_or(0)).collect();
         let mut end = |k: usize| {
-            let s = *self.slot.get(&k)?;
-            Some(offsets[s] + (bytes[s] + align - 1).div_euclid(align) * align)
+            let s = self.slot_of(k)?;
+            Some(end_of(s, offsets[s]))
         };
         let arena = self.arena.eval(point, &mut end);
         Ok(AtPoint {
@@ -270,36 +309,6 @@ impl Sizes {
             offsets,
             arena,
         })
-    }
-
-    /// Evaluates slot `s`'s offset, and the ends it names first (a cycle has no value).
-    fn offset_of(
-        &self,
-        s: usize,
-        point: &BTreeMap<String, i128>,
-        bytes: &[i128],
-        align: i128,
-        offsets: &mut Vec<Option<i128>>,
-        state: &mut Vec<u8>,
-    ) -> Option<i128> {
-        match state[s] {
-            2 => return offsets[s],
-            1 => return None,
-            _ => {}
-        }
-        state[s] = 1;
-        let mut refs = BTreeSet::new();
-        refs_of(&self.offsets[s], &mut refs);
-        let mut ends = HashMap::new();
-        for k in refs {
-            let ks = *self.slot.get(&k)?;
-            let o = self.offset_of(ks, point, bytes, align, offsets, state)?;
-            ends.insert(k, o + (bytes[ks] + align - 1).div_euclid(align) * align);
-        }
-        let v = self.offsets[s].eval(point, &mut |k| ends.get(&k).copied())?;
-        offsets[s] = Some(v);
-        state[s] = 2;
-        Some(v)
     }
 
     /// Checks every claim at one point.
@@ -397,7 +406,7 @@ impl Sizes {
         let mut refs: Vec<Vec<usize>> = Vec::with_capacity(n);
         for (s, o) in self.offsets.iter().enumerate() {
             match o.ends_only() {
-                Some(ks) => refs.push(ks.iter().map(|k| self.slot[k]).collect()),
+                Some(ks) => refs.push(ks.iter().filter_map(|&k| self.slot_of(k)).collect()),
                 None => {
                     problems.push(format!(
                         "'{}': offset_expr is not 0 or a max of ends, which the symbolic proof needs",
@@ -427,7 +436,7 @@ impl Sizes {
             problems.push("arena_expr is not a max of ends".into());
             return;
         };
-        let tops: Vec<usize> = tops.iter().map(|k| self.slot[k]).collect();
+        let tops: Vec<usize> = tops.iter().filter_map(|&k| self.slot_of(k)).collect();
         for s in 0..n {
             if !tops
                 .iter()
@@ -455,6 +464,35 @@ fn refs_of(ast: &Ast, out: &mut BTreeSet<usize>) {
         }
         Ast::Max(args) => args.iter().for_each(|a| refs_of(a, out)),
     }
+}
+
+/// The nodes in post-order of `deps` (each after the nodes it names), leaving out the nodes on
+/// a cycle and the nodes that reach one.
+fn evaluation_order(deps: &[Vec<usize>]) -> Vec<usize> {
+    // 0: not seen, 1: being visited, 2: done, 3: on or behind a cycle.
+    fn visit(s: usize, deps: &[Vec<usize>], state: &mut [u8], order: &mut Vec<usize>) -> bool {
+        match state[s] {
+            2 => return true,
+            1 | 3 => return false,
+            _ => {}
+        }
+        state[s] = 1;
+        for &d in &deps[s] {
+            if !visit(d, deps, state, order) {
+                state[s] = 3;
+                return false;
+            }
+        }
+        state[s] = 2;
+        order.push(s);
+        true
+    }
+    let mut state = vec![0u8; deps.len()];
+    let mut order = Vec::with_capacity(deps.len());
+    for s in 0..deps.len() {
+        visit(s, deps, &mut state, &mut order);
+    }
+    order
 }
 
 /// For each node, every node reachable through `refs`; `None` on a cycle.
