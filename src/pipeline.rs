@@ -369,7 +369,9 @@ fn plan_bytes(path: &Path, bytes: Bytes, options: &Options) -> Result<Planned> {
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
 /// once more with every option. The budget's work is one account for the whole stage: half
 /// is kept for the final plan, and the first plan and each candidate may spend a quarter of
-/// what is left of the other half, so the stage never spends more than the budget.
+/// what is left of the other half, so the stage never spends more than the budget. Without a
+/// mode the result is never larger than the unsplit plan: the rewrite is dropped when its final
+/// plan is not smaller.
 fn plan_split(
     path: &Path,
     proto: ModelProto,
@@ -404,14 +406,23 @@ fn plan_split(
     let outcome = split::search(&first, &split_options, &plan_trial)?;
     let budget = &budget.part_of(budget.work - budget.work / 2 + search_work.get());
     let chains = outcome.info.chains.len();
-    let mut planned = if outcome.info.chains.is_empty() {
+    // Without a mode the first plan was made with the final options: it is the unsplit
+    // plan, and the split is kept only when its final plan is smaller still.
+    let modes = &options.modes;
+    let unsplit_is_final =
+        modes.tiers.is_empty() && modes.budget.is_none() && modes.partition.is_none();
+    let arena = |p: &Planned| p.table.arenas.iter().map(|a| a.bytes).sum::<u64>();
+    let mut info = outcome.info;
+    let mut planned = if chains == 0 && unsplit_is_final {
+        first
+    } else if chains == 0 {
         plan_proto(path, first.original, options, budget)?
     } else {
         let stored = Options {
             schedule: ScheduleChoice::Stored,
             ..options.clone()
         };
-        plan_proto(path, outcome.model, &stored, budget).map_err(|e| {
+        let split = plan_proto(path, outcome.model, &stored, budget).map_err(|e| {
             if crate::error::is_input_error(&e) {
                 crate::input_error!(
                     "{e:#} (after splitting {chains} chain(s) within --split-overhead {}%)",
@@ -420,10 +431,16 @@ fn plan_split(
             } else {
                 e
             }
-        })?
+        })?;
+        if unsplit_is_final && arena(&first) <= arena(&split) {
+            info.chains.clear();
+            info.extra_macs = 0;
+            first
+        } else {
+            split
+        }
     };
-    let mut info = outcome.info;
-    info.arena_after = planned.table.arenas.iter().map(|a| a.bytes).sum();
+    info.arena_after = arena(&planned);
     planned.table.splits = Some(info);
     Ok(planned)
 }
