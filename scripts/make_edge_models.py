@@ -18,6 +18,9 @@ giving each one's bindings:
 - <model>.ort_all.onnx for each model in --models: saved by onnxruntime at ORT_ENABLE_ALL, with
   its `com.microsoft.nchwc` blocked-layout operators (the block size is this machine's, so these
   are made where they are checked); ort_check compares every inferred shape with onnxruntime's.
+- <model>.ort_extended.onnx for each model in --models: saved at ORT_ENABLE_EXTENDED, with
+  onnxruntime's `com.microsoft` fusions (FusedConv, FusedGemm, BiasGelu, SkipLayerNormalization,
+  ...) and no layout change; `.ci/run` also checks these with `--split auto` (FusedConv tiles).
 """
 from __future__ import annotations
 
@@ -124,11 +127,12 @@ def vad_like() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def ort_all(src: str, dst: str) -> None:
+def ort_saved(src: str, dst: str, level: str) -> None:
+    """`src` optimised by onnxruntime at `level` (a GraphOptimizationLevel name), saved to `dst`."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     so.optimized_model_filepath = dst
     so.log_severity_level = 3
     ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
@@ -137,7 +141,8 @@ def ort_all(src: str, dst: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--models", help="also save each model of this folder at ORT_ENABLE_ALL")
+    ap.add_argument("--models", help="also save each model of this folder at ORT_ENABLE_ALL "
+                    "and ORT_ENABLE_EXTENDED")
     a = ap.parse_args()
     out = a.out
     os.makedirs(out, exist_ok=True)
@@ -157,7 +162,8 @@ def main() -> int:
         if src.endswith(".memplan.onnx"):
             continue
         stem = os.path.basename(src)[: -len(".onnx")]
-        ort_all(src, os.path.join(out, stem + ".ort_all.onnx"))
+        ort_saved(src, os.path.join(out, stem + ".ort_all.onnx"), "ORT_ENABLE_ALL")
+        ort_saved(src, os.path.join(out, stem + ".ort_extended.onnx"), "ORT_ENABLE_EXTENDED")
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"models": manifest}, f, indent=1)
     print(f"make_edge_models: {len(os.listdir(out)) - 1} models in {out}")

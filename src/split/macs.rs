@@ -43,8 +43,16 @@ pub fn graph_macs(graph: &Graph) -> u64 {
     graph.nodes.iter().map(|n| node_macs(graph, n)).sum()
 }
 
+/// True for a Conv or onnxruntime's FusedConv (a Conv with its activation).
+pub fn is_conv(node: &Node) -> bool {
+    matches!(
+        (node.domain.as_str(), node.op_type.as_str()),
+        ("", "Conv") | ("com.microsoft", "FusedConv")
+    )
+}
+
 /// Multiply-accumulates per output position (one row × column, all batches and channels) of
-/// a Conv: the output's batch × channels × input channels per group × kernel.
+/// a Conv or FusedConv: the output's batch × channels × input channels per group × kernel.
 pub fn conv_macs_per_position(graph: &Graph, node: &Node) -> u64 {
     let out = node.outputs[0].and_then(|v| shape_of(graph, v));
     let weight = node
@@ -54,7 +62,7 @@ pub fn conv_macs_per_position(graph: &Graph, node: &Node) -> u64 {
         .flatten()
         .and_then(|v| shape_of(graph, v));
     match (out, weight) {
-        (Some(out), Some(w)) if out.len() == 4 && w.len() == 4 && node.op_type == "Conv" => {
+        (Some(out), Some(w)) if out.len() == 4 && w.len() == 4 && is_conv(node) => {
             (out[0] * out[1] * w[1] * w[2] * w[3]).max(0) as u64
         }
         _ => 0,

@@ -1,6 +1,7 @@
 //! The per-operator table of the split stage: how each operator maps a region of its output to
 //! the regions of its inputs it reads. An operator without an entry ends a chain.
 
+use super::macs::is_conv;
 use super::region::{Region, Span};
 use crate::ir::{Graph, Node, concrete};
 
@@ -112,7 +113,10 @@ pub(super) const ELEMENTWISE: &[&str] = &[
 /// The split rule of a node, or `None` when the node cannot be part of a chain. Every spatial
 /// tensor involved must be rank 4 (NCHW) with a known shape, and the node must have one output.
 pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
-    if !node.domain.is_empty() || node.outputs.iter().flatten().count() != 1 {
+    // onnxruntime's FusedConv (Conv then its activation, elementwise) tiles as a Conv; its
+    // optional input Z (added before the activation) would need a tile of its own.
+    let fused_conv = is_conv(node) && !node.domain.is_empty() && node.inputs.len() <= 3;
+    if (!node.domain.is_empty() && !fused_conv) || node.outputs.iter().flatten().count() != 1 {
         return None;
     }
     if node.outputs.first().copied().flatten().is_none() || !node.subgraphs.is_empty() {
@@ -120,6 +124,7 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     }
     let op = node.op_type.as_str();
     match op {
+        _ if fused_conv => window(graph, node).map(Rule::Window),
         "Conv" | "MaxPool" | "AveragePool" => window(graph, node).map(Rule::Window),
         "BatchNormalization" if node.attr_int("training_mode").unwrap_or(0) == 0 => {
             Some(Rule::Pointwise(Inputs::First))
@@ -137,7 +142,7 @@ pub fn shape_of(graph: &Graph, value: usize) -> Option<Vec<i64>> {
     concrete(graph.values[value].tensor_type()?.shape.as_deref()?)
 }
 
-/// The window of a 2-D Conv, MaxPool or AveragePool; `None` for forms the split cannot tile
+/// The window of a 2-D Conv (or FusedConv), MaxPool or AveragePool; `None` for forms the split cannot tile
 /// exactly (1-D/3-D windows, MaxPool's Indices output, AveragePool's ceil-mode overhang counted
 /// as padding).
 fn window(graph: &Graph, node: &Node) -> Option<Window> {
@@ -147,7 +152,7 @@ fn window(graph: &Graph, node: &Node) -> Option<Window> {
     }
     let kernel: Vec<i64> = match node.attr_ints("kernel_shape") {
         Some(k) => k.to_vec(),
-        None if node.op_type == "Conv" => {
+        None if is_conv(node) => {
             let weight = shape_of(graph, node.inputs.get(1).copied().flatten()?)?;
             weight.get(2..)?.to_vec()
         }
