@@ -246,3 +246,37 @@ fn detection_models_run_in_onnxruntime_within_their_bounds() {
     // Every model of the generator was planned and checked.
     assert_eq!(said.matches("PASS").count(), 7, "{said}");
 }
+
+#[test]
+fn a_count_beside_a_zero_length_axis_is_still_marked() {
+    // Unique along axis 1 of X [2, 4, 0] (a fuzz finding): Y is [2, unique_0, 0] with
+    // unique_0 <= 4, so it holds 0 bytes whatever the count, but its shape names the count:
+    // it is marked upper_bound (the verifier refused the unmarked tensor as a bug).
+    let dir = tempfile::tempdir().unwrap();
+    let unique = model(GraphProto {
+        name: Some("unique_empty".into()),
+        node: vec![with_int(
+            node("Unique", &["X"], &["Y", "indices", "inverse", "counts"]),
+            "axis",
+            1,
+        )],
+        input: vec![float_info("X", &[2, 4, 0])],
+        output: ["Y", "counts"]
+            .map(|name| onnx_memplan::onnx::proto::ValueInfoProto {
+                name: Some(name.into()),
+                ..Default::default()
+            })
+            .to_vec(),
+        ..Default::default()
+    });
+    let (model, table_path) = plan_written(dir.path(), "unique_empty", &unique, &[]);
+    let table = read_table(&table_path);
+    assert_eq!(table.data_dependent[0].bound, "4");
+    let y = table.tensors.iter().find(|t| t.name == "Y").unwrap();
+    assert!(y.symbolic.upper_bound);
+    assert_eq!(
+        (y.bytes, y.symbolic.bytes_expr.as_deref()),
+        (Some(0), Some("0"))
+    );
+    assert_verifies(&model, &table_path);
+}

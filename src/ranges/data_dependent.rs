@@ -101,12 +101,15 @@ pub fn mark(
         let Some(ty) = symbolic.value(&entry.name).and_then(|v| v.tensor_type()) else {
             continue;
         };
-        let Some(exact) = ty.bytes_expr() else {
+        // Sized by a count when a dimension mentions one, even where the bytes do not (a
+        // zero-length axis beside it), as the verifier reads it.
+        let sized = ty.shape.as_ref().is_some_and(|s| {
+            s.iter()
+                .any(|d| d.expr().is_some_and(|e| mentions_count(&e, &bounds)))
+        });
+        let Some(exact) = ty.bytes_expr().filter(|_| sized) else {
             continue;
         };
-        if !mentions_count(&exact, &bounds) {
-            continue;
-        }
         let planned = planned_size(&entry.name, &exact, &bounds, ranges)?;
         if ranges.is_empty()
             && planned.as_constant() != entry.bytes.and_then(|b| i64::try_from(b).ok())
