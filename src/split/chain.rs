@@ -1,5 +1,6 @@
-//! Chains: runs of consecutive steps of the schedule whose operators all have a split rule
-//! and whose only tensor read outside the run is one output.
+//! Chains: runs of consecutive steps of the schedule whose operators all have a split rule;
+//! the tensors they make that are read after the run (or are graph outputs) are the chain's
+//! outputs, which the tiles fill part by part.
 
 use std::collections::HashMap;
 
@@ -33,8 +34,12 @@ pub struct Chain {
     pub shapes: Vec<[i64; 4]>,
     /// The position in `nodes` of the node making the chain's output.
     pub last: usize,
-    /// The chain's output: the one tensor read after the chain (or a graph output).
+    /// The chain's output: the last tensor it makes that is read after the chain (or is a
+    /// graph output); the tile grid cuts it.
     pub output: ValueId,
+    /// The positions in `nodes` of the nodes making the chain's other outputs (intermediates
+    /// also read after the chain, such as a U-Net's skips), in execution order.
+    pub extra: Vec<usize>,
 }
 
 /// Every chain made of the nodes at steps `[start, end]` of `order` (less `Constant` nodes)
@@ -89,8 +94,8 @@ pub fn is_constant(graph: &Graph, node: NodeId) -> bool {
 }
 
 /// The chain made of exactly these nodes, if they form one: every output rank 4 with a known
-/// shape, every input spatial (sliced per tile) or readable whole, and exactly one tensor read
-/// after the run.
+/// shape, every input spatial (sliced per tile) or readable whole, and every tensor made read
+/// inside the run or after it.
 pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
     let position: HashMap<NodeId, usize> = nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
     let mut rules = Vec::with_capacity(nodes.len());
@@ -119,7 +124,7 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
                 .and_then(|p| position.get(&p).copied());
             let spatial_role = match rule {
                 Rule::Pointwise(Inputs::All) => true,
-                Rule::Pointwise(Inputs::First) | Rule::Window(_) => i == 0,
+                Rule::Pointwise(Inputs::First) | Rule::Window(_) | Rule::Upsample(_) => i == 0,
             };
             let read = if !spatial_role {
                 if inside.is_some() {
@@ -129,7 +134,7 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
             } else {
                 let dims = shape_of(graph, v)?;
                 let spatial = match rule {
-                    Rule::Window(_) => dims.len() == 4,
+                    Rule::Window(_) | Rule::Upsample(_) => dims.len() == 4,
                     _ => dims.len() == 4 && dims[2..] == shape[2..],
                 };
                 match (inside, spatial) {
@@ -145,9 +150,7 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
         reads.push(node_reads);
         shapes.push(shape);
     }
-    let [last] = escaping[..] else {
-        return None;
-    };
+    let (&last, extra) = escaping.split_last()?;
     Some(Chain {
         nodes: nodes.to_vec(),
         rules,
@@ -155,6 +158,7 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
         shapes,
         last,
         output: graph.nodes[nodes[last]].outputs[0]?,
+        extra: extra.to_vec(),
     })
 }
 

@@ -104,7 +104,9 @@ pub fn crossing(graph: &Graph, table: &Table, nodes: &[NodeId], [from, to]: [usi
 
 /// The estimated arena once the chain (steps `start..=end` of the plan) runs tile by tile:
 /// the peak outside the chain, or what crosses into the chain plus one tile's working set
-/// plus the output, which the tiles' results fill in place (strided views).
+/// plus the outputs, which the tiles' results fill in place (strided views). Returns that
+/// estimate and the chain's own part (without the peak outside), which ranks chains whose
+/// estimates the peak outside makes equal.
 pub fn estimate(
     graph: &Graph,
     table: &Table,
@@ -112,18 +114,27 @@ pub fn estimate(
     chain: &Chain,
     tiling: &Tiling,
     [start, end]: [usize; 2],
-) -> u64 {
+) -> (u64, u64) {
     let outside = outside_peak(live, [start, end]);
     let crossing = crossing(graph, table, &chain.nodes, [start, start]);
-    let out = chain.shapes[chain.last];
-    let output = bytes_of(graph, chain.output, (out[2] * out[3]) as u64);
+    let output: u64 = chain
+        .extra
+        .iter()
+        .chain([&chain.last])
+        .map(|&k| {
+            let s = chain.shapes[k];
+            let v = graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output");
+            bytes_of(graph, v, (s[2] * s[3]) as u64)
+        })
+        .sum();
     let working = tiling
         .tiles
         .iter()
         .map(|t| tile_peak(graph, chain, t))
         .max()
         .unwrap_or(0);
-    outside.max(crossing + working + output)
+    let inside = crossing + working + output;
+    (outside.max(inside), inside)
 }
 
 /// The most bytes one tile holds at once: its live intermediates, the slices a node reads and

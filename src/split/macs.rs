@@ -68,3 +68,22 @@ pub fn conv_macs_per_position(graph: &Graph, node: &Node) -> u64 {
         _ => 0,
     }
 }
+
+/// Multiply-accumulates per input position (one row × column, all batches and channels) of a
+/// ConvTranspose: the input's batch × input channels × output channels per group × kernel;
+/// 0 for other operators.
+pub fn input_macs_per_position(graph: &Graph, node: &Node) -> u64 {
+    let input = node.inputs[0].and_then(|v| shape_of(graph, v));
+    let weight = node
+        .inputs
+        .get(1)
+        .copied()
+        .flatten()
+        .and_then(|v| shape_of(graph, v));
+    match (input, weight) {
+        (Some(x), Some(w)) if x.len() == 4 && w.len() == 4 && node.op_type == "ConvTranspose" => {
+            (x[0] * w.iter().product::<i64>()).max(0) as u64
+        }
+        _ => 0,
+    }
+}

@@ -3,7 +3,8 @@
 //! tile computing exactly its receptive field, so only one tile's intermediates are live at a
 //! time. The rewritten model is then planned like any other.
 //!
-//! [`rules`] is the per-operator table (output region → input regions), [`chain`] finds the
+//! [`rules`] is the per-operator table (output region → input regions; [`upsample`] holds the
+//! Resize and ConvTranspose entries), [`chain`] finds the
 //! runs of splittable nodes, [`tiling`] derives each tile's regions and halo, [`rewrite`]
 //! builds the tiled graph and [`search()`] chooses chains and grids from the plan. [`rows`]
 //! does the same for transformers along one axis (tokens, query rows): row blocking.
@@ -18,6 +19,7 @@ pub mod rows;
 pub mod rules;
 pub mod search;
 pub mod tiling;
+pub mod upsample;
 
 pub use search::{Outcome, search};
 

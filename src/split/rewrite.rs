@@ -9,7 +9,8 @@ use super::glue::{Glue, ints_attribute};
 use super::region::{Region, Span, full};
 use super::rules::{Rule, shape_of};
 use super::tiling::Tiling;
-use crate::ir::{Graph, NodeId};
+use super::upsample::{Upsample, UpsampleKind};
+use crate::ir::{Graph, Node, NodeId};
 use crate::onnx::proto::{ModelProto, NodeProto};
 
 /// A model with one chain split.
@@ -47,9 +48,12 @@ pub fn rewrite(
         + 1;
     let mut b = Glue::new(proto, graph, label);
     let mut copies = vec![Vec::new(); chain.nodes.len()];
-    let output_name = graph.values[chain.output].name.clone();
-    let mut strips = Vec::new();
-    let mut row = Vec::new();
+    // The chain's outputs (positions in the chain), the other outputs first.
+    let outputs: Vec<usize> = chain.extra.iter().copied().chain([chain.last]).collect();
+    let mut assembly: Vec<Assembly> = outputs
+        .iter()
+        .map(|&k| Assembly::new(&graph.values[output_of(graph, chain, k)].name))
+        .collect();
     for tile in &tiling.tiles {
         let tag = format!("t{}_{}", tile.at[0], tile.at[1]);
         let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
@@ -97,10 +101,7 @@ pub fn rewrite(
                 inputs.push(name);
             }
             let source = &old[id];
-            let out = b.fresh(
-                &graph.values[node.outputs[0].expect("chain nodes have an output")].name,
-                &tag,
-            );
+            let out = b.fresh(&graph.values[output_of(graph, chain, k)].name, &tag);
             let node_name = b.fresh(
                 if node.name.is_empty() {
                     &node.op_type
@@ -110,9 +111,26 @@ pub fn rewrite(
                 &tag,
             );
             let mut attribute = source.attribute.clone();
-            if let (Rule::Window(_), Some(p)) = (&chain.rules[k], pads) {
-                attribute.retain(|a| a.name() != "pads" && a.name() != "auto_pad");
-                attribute.push(ints_attribute("pads", p.to_vec()));
+            match (&chain.rules[k], pads) {
+                (Rule::Window(_), Some(p)) => {
+                    attribute.retain(|a| a.name() != "pads" && a.name() != "auto_pad");
+                    attribute.push(ints_attribute("pads", p.to_vec()));
+                }
+                (Rule::Upsample(up), _) => {
+                    upsample_copy(
+                        &mut b,
+                        node,
+                        up,
+                        chain.shapes[k],
+                        tile.produced[k],
+                        &mut inputs,
+                    );
+                    if up.kind == UpsampleKind::ConvTranspose {
+                        // The copy runs unpadded; the crop below takes the padding off.
+                        attribute.retain(|a| a.name() != "pads" && a.name() != "auto_pad");
+                    }
+                }
+                _ => {}
             }
             b.nodes.push(NodeProto {
                 input: inputs,
@@ -122,35 +140,34 @@ pub fn rewrite(
                 ..source.clone()
             });
             copies[k].push(node_name);
-            made.push(out);
-        }
-        row.push(made[chain.last].clone());
-        if row.len() == tiling.grid[1] {
-            let strip = if tiling.grid[0] == 1 {
-                output_name.clone()
+            let kept = if tile.produced[k] == tile.computed[k] {
+                out
             } else {
-                b.fresh(&output_name, &format!("row{}", tile.at[0]))
+                b.slice(&out, slice_bounds(tile.produced[k], tile.computed[k]), &tag)
             };
-            if row.len() == 1 {
-                strips.push(row.pop().expect("one tile"));
+            made.push(kept);
+        }
+        for (o, &k) in outputs.iter().enumerate() {
+            let part = if k == chain.last {
+                tile.part
             } else {
-                b.concat(std::mem::take(&mut row), 3, &strip);
-                strips.push(strip);
-            }
+                tile.extra_parts[o]
+            };
+            let result = if part == tile.computed[k] {
+                made[k].clone()
+            } else {
+                b.slice(&made[k], slice_bounds(tile.computed[k], part), &tag)
+            };
+            assembly[o].push(&mut b, result, tile.at[0], tiling.grid);
         }
     }
-    if tiling.grid[0] > 1 {
-        b.concat(strips, 2, &output_name);
-    } else if tiling.grid[1] == 1 {
-        unreachable!("a 1×1 grid is not a split");
+    for a in assembly {
+        a.finish(&mut b, tiling.grid);
     }
 
-    let internal: HashSet<&str> = chain
-        .nodes
-        .iter()
-        .filter_map(|&n| graph.nodes[n].outputs[0])
-        .filter(|&v| v != chain.output)
-        .map(|v| graph.values[v].name.as_str())
+    let internal: HashSet<&str> = (0..chain.nodes.len())
+        .filter(|k| !outputs.contains(k))
+        .map(|k| graph.values[output_of(graph, chain, k)].name.as_str())
         .collect();
     let in_chain: HashSet<NodeId> = chain.nodes.iter().copied().collect();
     let (model, kept, glue) = b.splice(proto, order, end, &|n| in_chain.contains(&n), &internal);
@@ -180,4 +197,79 @@ fn slice_bounds(held: Region, want: Region) -> [Vec<i64>; 3] {
     let [h0, h1] = rel(want[0], held[0]);
     let [w0, w1] = rel(want[1], held[1]);
     [vec![h0, w0], vec![h1, w1], vec![2, 3]]
+}
+
+/// The value chain node `k` makes.
+fn output_of(graph: &Graph, chain: &Chain, k: usize) -> usize {
+    graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output")
+}
+
+/// The inputs of an upsampling node's tile copy: a Resize given `sizes` gets the sizes of
+/// the region the copy makes (`produced`; `shape` is the whole output's), on the axes the
+/// node's `axes` attribute names (all four by default).
+fn upsample_copy(
+    b: &mut Glue,
+    node: &Node,
+    up: &Upsample,
+    shape: [i64; 4],
+    produced: Region,
+    inputs: &mut [String],
+) {
+    if up.kind != UpsampleKind::Resize || inputs.len() < 4 || inputs[3].is_empty() {
+        return;
+    }
+    let dims = [shape[0], shape[1], produced[0].len(), produced[1].len()];
+    let sizes = match node.attr_ints("axes") {
+        Some(axes) => axes
+            .iter()
+            .map(|&a| dims[a.rem_euclid(4) as usize])
+            .collect(),
+        None => dims.to_vec(),
+    };
+    inputs[3] = b.constant(sizes);
+}
+
+/// The assembly of one chain output from the tiles' parts: a Concat along W per row of tiles
+/// (a row strip), then a Concat along H of the strips, under the output's own name.
+struct Assembly {
+    name: String,
+    row: Vec<String>,
+    strips: Vec<String>,
+}
+
+impl Assembly {
+    fn new(name: &str) -> Assembly {
+        Assembly {
+            name: name.to_string(),
+            row: Vec::new(),
+            strips: Vec::new(),
+        }
+    }
+
+    /// Adds the next tile's part (tiles come row by row); a full row becomes a strip.
+    fn push(&mut self, b: &mut Glue, part: String, at_row: usize, grid: [usize; 2]) {
+        self.row.push(part);
+        if self.row.len() < grid[1] {
+            return;
+        }
+        let row = std::mem::take(&mut self.row);
+        if row.len() == 1 {
+            self.strips.extend(row);
+            return;
+        }
+        let strip = if grid[0] == 1 {
+            self.name.clone()
+        } else {
+            b.fresh(&self.name, &format!("row{at_row}"))
+        };
+        b.concat(row, 3, &strip);
+        self.strips.push(strip);
+    }
+
+    /// Concatenates the strips into the output (a single strip already is it).
+    fn finish(self, b: &mut Glue, grid: [usize; 2]) {
+        if grid[0] > 1 {
+            b.concat(self.strips, 2, &self.name);
+        }
+    }
 }

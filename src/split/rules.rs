@@ -3,6 +3,7 @@
 
 use super::macs::is_conv;
 use super::region::{Region, Span};
+use super::upsample::{self, Upsample};
 use crate::ir::{Graph, Node, concrete};
 
 /// How an operator reads its inputs, as far as the split axes are concerned.
@@ -15,6 +16,9 @@ pub enum Rule {
     /// A sliding window over input 0 (Conv in every form, MaxPool, AveragePool); weights and
     /// bias are read whole.
     Window(Window),
+    /// An upsampling of input 0 (Resize by whole factors, ConvTranspose): each tile runs it
+    /// on the input its part needs and crops the part; the other inputs are read whole.
+    Upsample(Upsample),
 }
 
 /// Which inputs of a pointwise operator carry the split axes.
@@ -126,6 +130,8 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     match op {
         _ if fused_conv => window(graph, node).map(Rule::Window),
         "Conv" | "MaxPool" | "AveragePool" => window(graph, node).map(Rule::Window),
+        "Resize" => upsample::resize(graph, node).map(Rule::Upsample),
+        "ConvTranspose" => upsample::conv_transpose(graph, node).map(Rule::Upsample),
         "BatchNormalization" if node.attr_int("training_mode").unwrap_or(0) == 0 => {
             Some(Rule::Pointwise(Inputs::First))
         }

@@ -36,11 +36,13 @@ pub struct Outcome {
     pub info: SplitsInfo,
 }
 
-/// A candidate: what it cuts and its estimated arena.
+/// A candidate: what it cuts, its estimated arena and the estimate of the chain's own part
+/// (which ranks candidates of equal estimates).
 struct Candidate {
     cut: Cut,
     start: usize,
     estimate: u64,
+    inside: u64,
 }
 
 /// What a candidate cuts.
@@ -258,16 +260,18 @@ fn candidates(
                     if tiling.extra_macs > allowance {
                         continue;
                     }
-                    let estimate =
+                    let (estimate, inside) =
                         estimate(graph, &planned.table, &live, &chain, &tiling, [start, end]);
                     let better = best.as_ref().is_none_or(|b| {
-                        (estimate, tiling.extra_macs) < (b.estimate, b.extra_macs())
+                        (estimate, inside, tiling.extra_macs)
+                            < (b.estimate, b.inside, b.extra_macs())
                     });
                     if better {
                         best = Some(Candidate {
                             cut: Cut::Tiles(chain.clone(), tiling),
                             start,
                             estimate,
+                            inside,
                         });
                     }
                 }
@@ -281,10 +285,11 @@ fn candidates(
             .map(|b| Candidate {
                 start: b.start,
                 estimate: b.estimate,
+                inside: b.estimate,
                 cut: Cut::Rows(b),
             }),
     );
-    found.sort_by_key(|c| (c.estimate, c.extra_macs(), c.start, c.len()));
+    found.sort_by_key(|c| (c.estimate, c.inside, c.extra_macs(), c.start, c.len()));
     found
 }
 

@@ -2,9 +2,9 @@
 //! field of the tile's part of the output), the halo it recomputes and the extra MACs.
 
 use super::chain::{Chain, Read};
-use super::macs::conv_macs_per_position;
-use super::region::{Region, Span, area, hull};
-use super::rules::Rule;
+use super::macs::{conv_macs_per_position, input_macs_per_position};
+use super::region::{Region, Span, area, full, hull};
+use super::rules::{Rule, shape_of};
 use crate::ir::Graph;
 
 /// One tile: its part of the chain output and what each chain node computes for it.
@@ -16,6 +16,12 @@ pub struct Tile {
     pub part: Region,
     /// For each chain node, the region of its output the tile computes.
     pub computed: Vec<Region>,
+    /// For each chain node, the region its tile copy makes: `computed` except for upsampling
+    /// nodes, whose copy makes an aligned region holding it (then cropped to `computed`);
+    /// in the whole output's coordinates, so it may start before row 0.
+    pub produced: Vec<Region>,
+    /// For each of the chain's other outputs ([`Chain::extra`]), the tile's part of it.
+    pub extra_parts: Vec<Region>,
     /// For each chain node and input, the region read (unclipped: positions outside the
     /// input are padding); `None` for inputs read whole or absent.
     pub reads: Vec<Vec<Option<Region>>>,
@@ -44,10 +50,17 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
     }
     let rows = Span::parts(h, grid[0] as i64);
     let cols = Span::parts(w, grid[1] as i64);
+    // The other outputs are cut in proportion to the grid, every part non-empty.
+    let mut extra_rows = Vec::with_capacity(chain.extra.len());
+    for &k in &chain.extra {
+        let s = chain.shapes[k];
+        extra_rows.push([scaled(&rows, h, s[2])?, scaled(&cols, w, s[3])?]);
+    }
     let mut tiles = Vec::with_capacity(grid[0] * grid[1]);
     for (i, &r) in rows.iter().enumerate() {
         for (j, &c) in cols.iter().enumerate() {
-            tiles.push(propagate(chain, [i, j], [r, c])?);
+            let extra = extra_rows.iter().map(|[er, ec]| [er[i], ec[j]]).collect();
+            tiles.push(propagate(chain, [i, j], [r, c], extra)?);
         }
     }
     let mut halo = vec![0; chain.nodes.len()];
@@ -56,7 +69,15 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
         let s = chain.shapes[k];
         let computed: i64 = tiles.iter().map(|t| area(t.computed[k])).sum();
         halo[k] = computed - s[2] * s[3];
-        extra_macs += conv_macs_per_position(graph, &graph.nodes[id]) * halo[k].max(0) as u64;
+        let node = &graph.nodes[id];
+        extra_macs += conv_macs_per_position(graph, node) * halo[k].max(0) as u64;
+        if let (Rule::Upsample(_), Some(input)) = (&chain.rules[k], node.inputs[0]) {
+            // A ConvTranspose's work follows the input positions each copy reads.
+            let s = shape_of(graph, input).unwrap_or_default();
+            let read: i64 = tiles.iter().filter_map(|t| t.reads[k][0]).map(area).sum();
+            let whole = s.get(2..4).map_or(0, |d| d[0] * d[1]);
+            extra_macs += input_macs_per_position(graph, node) * (read - whole).max(0) as u64;
+        }
     }
     Some(Tiling {
         grid,
@@ -66,21 +87,39 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
     })
 }
 
-/// Walks the chain backwards from the tile's part of the output: each node computes the hull
-/// of what its readers in the chain need, clipped to its output.
-fn propagate(chain: &Chain, at: [usize; 2], part: Region) -> Option<Tile> {
+/// The spans `parts` of an axis of length `from` cut at the same fractions of an axis of
+/// length `to`; `None` when a part would be empty.
+fn scaled(parts: &[Span], from: i64, to: i64) -> Option<Vec<Span>> {
+    let at = |x: i64| x * to / from;
+    let spans: Vec<Span> = parts
+        .iter()
+        .map(|p| Span::new(at(p.start), at(p.end)))
+        .collect();
+    spans.iter().all(|s| !s.is_empty()).then_some(spans)
+}
+
+/// Walks the chain backwards from the tile's part of the output (and its parts of the other
+/// outputs): each node computes the hull of what its readers in the chain need (and its own
+/// part), clipped to its output.
+fn propagate(chain: &Chain, at: [usize; 2], part: Region, extra: Vec<Region>) -> Option<Tile> {
     let n = chain.nodes.len();
     let mut computed: Vec<Option<Region>> = vec![None; n];
     computed[chain.last] = Some(part);
+    for (&k, &p) in chain.extra.iter().zip(&extra) {
+        computed[k] = Some(p);
+    }
     let mut reads = vec![Vec::new(); n];
+    let mut produced = vec![full(0, 0); n];
     for k in (0..n).rev() {
         let region = computed[k]?;
+        produced[k] = region;
         reads[k] = chain.reads[k]
             .iter()
             .map(|read| {
                 let need = match (read, &chain.rules[k]) {
                     (Read::Absent | Read::Whole, _) => return None,
                     (_, Rule::Window(window)) => window.need(region),
+                    (_, Rule::Upsample(up)) => up.need(region),
                     (_, Rule::Pointwise(_)) => region,
                 };
                 if let Read::Inside(j) = *read {
@@ -91,11 +130,16 @@ fn propagate(chain: &Chain, at: [usize; 2], part: Region) -> Option<Tile> {
                 Some(need)
             })
             .collect();
+        if let (Rule::Upsample(up), Some(Some(read))) = (&chain.rules[k], reads[k].first()) {
+            produced[k] = up.produced(*read);
+        }
     }
     Some(Tile {
         at,
         part,
         computed: computed.into_iter().collect::<Option<Vec<_>>>()?,
+        produced,
+        extra_parts: extra,
         reads,
     })
 }
