@@ -23,6 +23,7 @@ use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::row_chain;
 use onnx_memplan::split::rows::rewrite::rewrite_rows;
+use onnx_memplan::split::rows::sink::sunk;
 
 fn weights(name: &str, dims: &[i64], seed: f32) -> onnx_memplan::onnx::proto::TensorProto {
     let n: i64 = dims.iter().product();
@@ -187,4 +188,125 @@ fn split_auto_blocks_attention_rows() {
     let annotated = dir.path().join("attention128.memplan.onnx");
     common::assert_verifies(&annotated, &table);
     compare_in_onnxruntime(&path, &annotated);
+}
+
+/// The attention block with its mask made at run time from the input, as exporters build it
+/// (a boolean "keep" matrix turned into 0 / −10000 by a Where), and read again after the
+/// block (a second output, `mask_out`): mean = ReduceMean(x, axis 2) [1,S,1]; keep =
+/// Unsqueeze(mean > meanᵀ) [1,1,S,S] (bool); mask = Where(keep, 0, −10000) [1,1,S,S] (float).
+fn attention_with_run_time_mask(s: i64) -> ModelProto {
+    let mut m = attention(s);
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.retain(|t| t.name() != "mask");
+    g.initializer.extend([
+        float_init("zero", &[], &[0.0]),
+        float_init("neg", &[], &[-10000.0]),
+        float_init("two", &[], &[2.0]),
+        int_init("axis1", &[1], &[1]),
+    ]);
+    let mut mean = node("ReduceMean", &["x"], &["mean"]);
+    mean.attribute = vec![onnx_memplan::onnx::proto::AttributeProto {
+        name: Some("axes".into()),
+        r#type: Some(onnx_memplan::onnx::proto::attribute_proto::AttributeType::Ints as i32),
+        ints: vec![2],
+        ..Default::default()
+    }];
+    let mut mean_t = node("Transpose", &["mean"], &["mean_t"]);
+    mean_t.attribute = vec![perm(&[0, 2, 1])];
+    let mut nodes = vec![
+        mean,
+        mean_t,
+        node("Greater", &["mean", "mean_t"], &["keep3"]),
+        node("Unsqueeze", &["keep3", "axis1"], &["keep"]),
+        node("Where", &["keep", "zero", "neg"], &["mask"]),
+    ];
+    nodes.append(&mut g.node);
+    nodes.push(node("Mul", &["mask", "two"], &["mask_out"]));
+    g.node = nodes;
+    g.output.push(float_info("mask_out", &[1, 1, s, s]));
+    m
+}
+
+/// Worked by hand for S = 16 and 4 blocks: the mask's Where has another reader after the
+/// block (`mask_out`), so it cannot leave the graph; but its input (`keep`, 1 byte an element)
+/// is a quarter of its output (4 bytes an element), so it joins the chain as a shared node:
+/// each block recomputes its 4 mask rows (axis 2 of [1,1,S,S]) from rows of `keep`, and the
+/// original Where stays for `mask_out`. The chain is the 13 nodes of the plain block plus the
+/// Where, first in execution order.
+#[test]
+fn a_run_time_mask_is_recomputed_per_block_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("masked.onnx");
+    write_model(&attention_with_run_time_mask(16), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let end = graph.value("y").unwrap().producer.unwrap();
+    let chain = row_chain(graph, &order, [0, end], 1, 17, &|_| true).expect("a row chain");
+    let output_of = |n: usize| {
+        graph.values[graph.nodes[n].outputs[0].unwrap()]
+            .name
+            .as_str()
+    };
+    let names: Vec<&str> = chain.nodes.iter().map(|&n| output_of(n)).collect();
+    assert_eq!(
+        names,
+        [
+            "mask", "q0", "q", "q4", "qt", "scores", "scaled", "masked", "probs", "ctx", "ct",
+            "merged", "o", "y"
+        ]
+    );
+    assert_eq!(chain.axes, [2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1]);
+    let shared: Vec<&str> = chain.shared.iter().map(|&n| output_of(n)).collect();
+    assert_eq!(shared, ["mask"]);
+
+    let blocks = Span::parts(16, 4);
+    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &blocks, "split1");
+    let nodes = &rewritten.model.graph.as_ref().unwrap().node;
+    let wheres: Vec<&onnx_memplan::onnx::proto::NodeProto> =
+        nodes.iter().filter(|n| n.op_type() == "Where").collect();
+    // The original (reading all of `keep`) and one copy per block (reading a slice of it).
+    assert_eq!(wheres.len(), 5);
+    assert_eq!(
+        wheres.iter().filter(|n| n.input[0] == "keep").count(),
+        1,
+        "{wheres:?}"
+    );
+    assert!(nodes.iter().any(|n| n.output == ["mask"]));
+    let split = dir.path().join("masked.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
+}
+
+/// The order a rewrite starts from, worked by hand on x [1,16,8] (512 B) and the stored order
+/// b = x·2 (512 B), m = ReduceMean(x, axis 2) ([1,16,1], 64 B), y = b + m: b frees nothing
+/// (x is read again by m), so it sinks to just before its reader y; m frees x (512 B) and
+/// makes 64 B, so it stays. Sunk: m, b, y, and x dies before b is made (peak 576 B where the
+/// stored order holds x, b and m at once: 1088 B).
+#[test]
+fn nodes_that_free_nothing_sink_to_their_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sink.onnx");
+    let mut mean = node("ReduceMean", &["x"], &["m"]);
+    mean.attribute = vec![onnx_memplan::onnx::proto::AttributeProto {
+        name: Some("axes".into()),
+        r#type: Some(onnx_memplan::onnx::proto::attribute_proto::AttributeType::Ints as i32),
+        ints: vec![2],
+        ..Default::default()
+    }];
+    let m = model(GraphProto {
+        name: Some("sink".into()),
+        node: vec![
+            node("Mul", &["x", "two"], &["b"]),
+            mean,
+            node("Add", &["b", "m"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, 16, 8])],
+        output: vec![float_info("y", &[1, 16, 8])],
+        initializer: vec![float_init("two", &[], &[2.0])],
+        ..Default::default()
+    });
+    write_model(&m, &path);
+    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    assert_eq!(sunk(&typed.graph, &[0, 1, 2]), [1, 0, 2]);
 }

@@ -3,6 +3,12 @@
 //! reader of its output has joined and wants the same axis, and the output is not a graph
 //! output. Its inputs read along an axis are then wanted along that axis. Tensors wanted but
 //! made outside (or read by a node that stays outside) are sliced per block.
+//!
+//! A cheap producer whose output other nodes outside the chain still read (the attention mask
+//! every layer adds) joins as a *shared* node when its own inputs are smaller than its output
+//! (a boolean mask turned into a float one): each block recomputes its rows from slices of
+//! those inputs, so the chain holds the small inputs instead of the large output, and the
+//! original node stays for its other readers (until a later split takes them too).
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,6 +31,8 @@ pub struct RowChain {
     /// `Shape` nodes outside the chain that read a chain tensor; their value is known, so the
     /// rewrite replaces them by initializers.
     pub folded: Vec<NodeId>,
+    /// The shared nodes: recomputed per block and also kept whole for readers outside.
+    pub shared: Vec<NodeId>,
 }
 
 /// The row chain making the output of the node at step `end` of `order`, cut along `axis` of
@@ -47,6 +55,7 @@ pub fn row_chain(
         return None;
     }
     let mut members: HashMap<NodeId, (RowRule, usize)> = HashMap::new();
+    let mut shared: HashSet<NodeId> = HashSet::new();
     // Axis each tensor is wanted along by the members reading it; `None` when they disagree
     // or one reads it whole.
     let mut wanted: HashMap<ValueId, Option<usize>> = HashMap::new();
@@ -64,14 +73,20 @@ pub fn row_chain(
         let Some(Some(axis)) = wanted.get(&out).copied() else {
             continue;
         };
+        let mut share = false;
         if id != seed {
             let value = &graph.values[out];
-            let readers_inside = value
-                .consumers
-                .iter()
-                .all(|c| members.contains_key(c) || is_foldable_shape(graph, *c));
-            if value.is_output || !readers_inside {
+            let readers_inside = value.consumers.iter().all(|c| {
+                (members.contains_key(c) && !shared.contains(c)) || is_foldable_shape(graph, *c)
+            });
+            if value.is_output {
                 continue;
+            }
+            if !readers_inside {
+                if !recomputable(graph, id) {
+                    continue;
+                }
+                share = true;
             }
         }
         let Some(rule) = row_rule(graph, node, axis, opset) else {
@@ -98,13 +113,18 @@ pub fn row_chain(
                 .or_insert(want);
         }
         members.insert(id, (rule, axis));
+        if share {
+            shared.insert(id);
+        }
     }
     if members.len() < 2 {
         return None;
     }
-    // Folded Shape readers: of the members' outputs other than the chain's output.
+    // Folded Shape readers: of the members' outputs other than the chain's output and the
+    // shared nodes' (which stay).
     let made: HashSet<ValueId> = members
         .keys()
+        .filter(|n| !shared.contains(n))
         .filter_map(|&n| graph.nodes[n].outputs[0])
         .filter(|&v| v != output)
         .collect();
@@ -122,6 +142,8 @@ pub fn row_chain(
         .filter(|n| members.contains_key(n))
         .collect();
     let (rules, axes) = nodes.iter().map(|n| members[n].clone()).unzip();
+    let mut shared: Vec<NodeId> = shared.into_iter().collect();
+    shared.sort_unstable();
     Some(RowChain {
         nodes,
         rules,
@@ -129,7 +151,38 @@ pub fn row_chain(
         rows,
         output,
         folded,
+        shared,
     })
+}
+
+/// Whether a node may be recomputed per block while its output stays for other readers: an
+/// elementwise operator (no multiply-accumulates) whose inputs made at run time take fewer
+/// bytes than its output, so holding them instead of the output saves memory.
+fn recomputable(graph: &Graph, node: NodeId) -> bool {
+    let n = &graph.nodes[node];
+    if !n.domain.is_empty() || !crate::split::rules::ELEMENTWISE.contains(&n.op_type.as_str()) {
+        return false;
+    }
+    let Some(out) = n.outputs.first().copied().flatten() else {
+        return false;
+    };
+    let run_time = |v: ValueId| {
+        let value = &graph.values[v];
+        value.constant.is_none()
+            && !value.folded
+            && matches!(
+                value.kind,
+                crate::ir::ValueKind::Input | crate::ir::ValueKind::NodeOutput
+            )
+    };
+    let inputs: u64 = n
+        .inputs
+        .iter()
+        .flatten()
+        .filter(|&&v| run_time(v))
+        .map(|&v| super::estimate::bytes(graph, v))
+        .sum();
+    run_time(out) && inputs < super::estimate::bytes(graph, out)
 }
 
 /// The extent of the axis a read cuts.

@@ -68,7 +68,7 @@ fn block_peak(graph: &Graph, chain: &RowChain, blocks: i64) -> u64 {
 }
 
 /// Bytes of a value with a known shape and type (0 otherwise).
-fn bytes(graph: &Graph, value: ValueId) -> u64 {
+pub(super) fn bytes(graph: &Graph, value: ValueId) -> u64 {
     let (Some(t), Some(s)) = (
         graph.values[value].tensor_type(),
         crate::split::rules::shape_of(graph, value),

@@ -5,12 +5,14 @@
 //!
 //! [`rules`] is the per-operator table (which input axes a block of output rows reads),
 //! [`chain`] grows chains backwards from a tensor, [`rewrite`] builds the blocked graph and
-//! [`estimate`] ranks candidates for the search.
+//! [`estimate`] ranks candidates for the search; [`sink`] gives the rewrite the order it
+//! starts from.
 
 pub mod chain;
 pub mod estimate;
 pub mod rewrite;
 pub mod rules;
+pub mod sink;
 
 use std::collections::HashSet;
 

@@ -2,7 +2,8 @@
 //! Slices of the tensors made before the chain, Reshape targets resized to the block), the
 //! blocks' parts of the output assembled by Concat along the blocked axis under the output's
 //! original name. `Shape` nodes reading chain tensors become initializers (their value is
-//! known), so nothing outside the chain needs its intermediates.
+//! known), so nothing outside the chain needs its intermediates. Shared nodes (see
+//! [`super::chain`]) are copied into every block and also kept.
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,6 +30,8 @@ pub fn rewrite_rows(
         .as_ref()
         .expect("a loaded model has a graph")
         .node;
+    // Earlier blocks hoisted by the scheduler run where they are needed again.
+    let order = &super::sink::sunk(graph, order);
     let last = *chain.nodes.last().expect("a chain has nodes");
     let end = order
         .iter()
@@ -127,14 +130,18 @@ pub fn rewrite_rows(
             .push(int64_tensor(&graph.values[v].name, dims, &ints));
     }
 
+    // Shared nodes stay whole for their readers outside the chain.
+    let shared: HashSet<NodeId> = chain.shared.iter().copied().collect();
     let internal: HashSet<&str> = chain
         .nodes
         .iter()
+        .filter(|n| !shared.contains(n))
         .filter_map(|&n| graph.nodes[n].outputs[0])
         .filter(|&v| v != chain.output)
         .map(|v| graph.values[v].name.as_str())
         .collect();
-    let skip = |n: NodeId| position.contains_key(&n) || folded.contains(&n);
+    let skip =
+        |n: NodeId| (position.contains_key(&n) && !shared.contains(&n)) || folded.contains(&n);
     let (model, kept, glue) = e.splice(proto, order, end, &skip, &internal);
     Rewritten {
         model,
