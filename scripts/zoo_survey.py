@@ -9,6 +9,13 @@ model planned with the manifest's dim bindings.
   zoo_survey.py BIN ZOO budget   per model: --budget at 50% and 75% of the lower bound, bytes
                                  migrated against the farthest-next-use baseline, or why no plan
                                  fits.
+  zoo_survey.py BIN ZOO split    per model (transformers at sequence 128): plain greedy-by-size
+                                 without sharing, --schedule memory, and --schedule memory
+                                 --split auto (default 10% extra MACs): their arenas, the split
+                                 ratio, the extra MACs, the plan time, and whether --budget at half
+                                 of the unsplit lower bound fits; then the geometric means of the
+                                 ratio over the CNNs (Conv, no MatMul) and the transformers
+                                 (MatMul and Softmax), and of split/plain over all.
 """
 import json
 import math
@@ -16,13 +23,15 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 
-def plan(binary, zoo, entry, extra):
-    """Runs `plan` on one zoo model; returns (table, stderr), table None on failure."""
+def plan(binary, zoo, entry, extra, dims=None):
+    """Runs `plan` on one zoo model; returns (table, stderr), table None on failure. `dims`
+    overrides the manifest's bindings."""
     args = [binary, 'plan', os.path.join(zoo, entry['file']),
             '-o', '/tmp/survey.onnx', '--table', '/tmp/survey.json'] + extra
-    for k, v in entry.get('bindings', {}).items():
+    for k, v in dict(entry.get('bindings', {}), **(dims or {})).items():
         args += ['--dim', f'{k}={v}']
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode:
@@ -78,13 +87,59 @@ def budget(binary, zoo, entries):
         print(f"{e['file']:42s} LB {lb:>9} | " + " | ".join(out), flush=True)
 
 
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float('nan')
+
+
+def split(binary, zoo, entries):
+    dims = {'sequence': 128}
+    arena = lambda t: sum(a['bytes'] for a in t['arenas'])
+    cnn, transformer, vs_plain, fits = [], [], [], 0
+    print('| model | plain | --schedule memory | + --split auto | ratio | extra MACs | plan s | '
+          'budget 50% |')
+    print('|---|---|---|---|---|---|---|---|')
+    for e in entries:
+        ops = set(e.get('op_types', []))
+        base, _ = plan(binary, zoo, e, ['--planner', 'greedy-by-size', '--no-inplace',
+                                         '--no-alias'], dims)
+        mem, err = plan(binary, zoo, e, ['--schedule', 'memory'], dims)
+        if base is None or mem is None:
+            print(f"| {e['file']} | not planned: {err.strip()[:120]} |")
+            continue
+        t0 = time.monotonic()
+        cut, err = plan(binary, zoo, e, ['--schedule', 'memory', '--split', 'auto'], dims)
+        seconds = time.monotonic() - t0
+        if cut is None:
+            print(f"| {e['file']} | split failed: {err.strip()[:120]} |")
+            continue
+        half = mem['stats']['lower_bound_bytes'] // 2
+        fit, _ = plan(binary, zoo, e, ['--schedule', 'memory', '--budget', str(half)], dims)
+        fits += fit is not None
+        s = cut.get('splits') or {}
+        extra = 100 * s.get('extra_macs', 0) / s['total_macs'] if s.get('total_macs') else 0.0
+        ratio = arena(mem) / arena(cut)
+        if 'Conv' in ops and 'MatMul' not in ops:
+            cnn.append(ratio)
+        if 'MatMul' in ops and 'Softmax' in ops:
+            transformer.append(ratio)
+        vs_plain.append(arena(cut) / arena(base))
+        print(f"| {e['file']} | {arena(base)} | {arena(mem)} | {arena(cut)} | {ratio:.2f}x | "
+              f"{extra:.2f}% | {seconds:.2f} | {'fits' if fit is not None else 'no'} |",
+              flush=True)
+    print(f"\ngeometric mean of memory/split: CNNs {geomean(cnn):.2f}x ({len(cnn)}), "
+          f"transformers {geomean(transformer):.2f}x ({len(transformer)}); split/plain over all "
+          f"{geomean(vs_plain):.3f} ({len(vs_plain)}); --budget at 50% of the lower bound fits "
+          f"{fits} of {len(vs_plain)}")
+
+
 def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in ('arenas', 'budget'):
+    modes = {'arenas': arenas, 'budget': budget, 'split': split}
+    if len(sys.argv) != 4 or sys.argv[3] not in modes:
         sys.exit(__doc__)
     binary, zoo, mode = sys.argv[1:]
     with open(os.path.join(zoo, 'manifest.json')) as f:
         entries = json.load(f)['models']
-    (arenas if mode == 'arenas' else budget)(binary, zoo, entries)
+    modes[mode](binary, zoo, entries)
 
 
 if __name__ == '__main__':
