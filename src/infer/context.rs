@@ -120,7 +120,7 @@ impl<'a> NodeCtx<'a> {
     }
 
     /// The tighter of two proven bounds of this node's count (see
-    /// [`super::data_dependent::tighter`]).
+    /// `data_dependent::tighter`).
     pub fn tighter_bound(&self, a: &Dim, b: &Dim) -> Dim {
         super::data_dependent::tighter(
             a,
@@ -131,7 +131,7 @@ impl<'a> NodeCtx<'a> {
     }
 
     /// A proven upper bound of every element of integer input `i`, read from the constants
-    /// it is computed from (see [`super::data_dependent::value_upper_bound`]).
+    /// it is computed from (see `data_dependent::value_upper_bound`).
     pub fn input_upper_bound(&self, i: usize) -> Option<i64> {
         let id = (*self.node.inputs.get(i)?)?;
         super::data_dependent::value_upper_bound(self.graph, id)
