@@ -177,9 +177,10 @@ impl Drop for Outputs {
     }
 }
 
-/// Starts writing a file's data to disk (not waiting for it). Filesystems that allocate
-/// blocks late (ext4) otherwise do it inside the rename that replaces an existing file, which
-/// would make that rename slow and the burst of renames long. A link to a free name does not
+/// Writes a file's data to disk and waits for it, before the burst of renames. Filesystems
+/// that allocate blocks late (ext4) otherwise flush it inside the rename that replaces an
+/// existing file, which makes that rename slow and the burst of renames long (a kill then
+/// often lands between two renames). A link to a free name does not
 /// do it, so files that take a free name skip this (for a big model, it costs about as long as
 /// copying the file).
 #[cfg(target_os = "linux")]
@@ -187,7 +188,14 @@ fn start_writeback(file: &File) {
     use std::os::unix::io::AsRawFd;
     // SAFETY: a plain system call on an open descriptor; the result is only a hint.
     unsafe {
-        libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        libc::sync_file_range(
+            file.as_raw_fd(),
+            0,
+            0,
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+        );
     }
 }
 
