@@ -51,16 +51,20 @@ pub fn is_conv(node: &Node) -> bool {
     )
 }
 
+/// The concrete shape of a node's input 1 (a Conv's or ConvTranspose's weights).
+fn weight_shape(graph: &Graph, node: &Node) -> Option<Vec<i64>> {
+    node.inputs
+        .get(1)
+        .copied()
+        .flatten()
+        .and_then(|v| shape_of(graph, v))
+}
+
 /// Multiply-accumulates per output position (one row × column, all batches and channels) of
 /// a Conv or FusedConv: the output's batch × channels × input channels per group × kernel.
 pub fn conv_macs_per_position(graph: &Graph, node: &Node) -> u64 {
     let out = node.outputs[0].and_then(|v| shape_of(graph, v));
-    let weight = node
-        .inputs
-        .get(1)
-        .copied()
-        .flatten()
-        .and_then(|v| shape_of(graph, v));
+    let weight = weight_shape(graph, node);
     match (out, weight) {
         (Some(out), Some(w)) if out.len() == 4 && w.len() == 4 && is_conv(node) => {
             (out[0] * out[1] * w[1] * w[2] * w[3]).max(0) as u64
@@ -74,12 +78,7 @@ pub fn conv_macs_per_position(graph: &Graph, node: &Node) -> u64 {
 /// 0 for other operators.
 pub fn input_macs_per_position(graph: &Graph, node: &Node) -> u64 {
     let input = node.inputs[0].and_then(|v| shape_of(graph, v));
-    let weight = node
-        .inputs
-        .get(1)
-        .copied()
-        .flatten()
-        .and_then(|v| shape_of(graph, v));
+    let weight = weight_shape(graph, node);
     match (input, weight) {
         (Some(x), Some(w)) if x.len() == 4 && w.len() == 4 && node.op_type == "ConvTranspose" => {
             (x[0] * w.iter().product::<i64>()).max(0) as u64
