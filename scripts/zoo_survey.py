@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Surveys over a model folder with a manifest.json (as scripts/make_zoo.py writes it), each
-model planned with the manifest's dim bindings.
+model planned with the manifest's dim bindings; optional glob patterns after the mode keep only
+the models whose names match (`zoo_survey.py BIN ZOO split 'resnet*' 'bert*'`).
 
   zoo_survey.py BIN ZOO arenas   per model: greedy-by-size without sharing, greedy-by-size with
                                  sharing, auto, and auto with --schedule memory; then the
@@ -17,26 +18,31 @@ model planned with the manifest's dim bindings.
                                  ratio over the CNNs (Conv, no MatMul) and the transformers
                                  (MatMul and Softmax), and of split/plain over all.
 """
+import fnmatch
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+
+# Each run writes its plans into a folder of its own, so that surveys can run side by side.
+OUT = tempfile.mkdtemp(prefix='zoo-survey-')
 
 
 def plan(binary, zoo, entry, extra, dims=None):
     """Runs `plan` on one zoo model; returns (table, stderr), table None on failure. `dims`
     overrides the manifest's bindings."""
     args = [binary, 'plan', os.path.join(zoo, entry['file']),
-            '-o', '/tmp/survey.onnx', '--table', '/tmp/survey.json'] + extra
+            '-o', os.path.join(OUT, 'survey.onnx'), '--table', os.path.join(OUT, 'survey.json')] + extra
     for k, v in dict(entry.get('bindings', {}), **(dims or {})).items():
         args += ['--dim', f'{k}={v}']
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode:
         return None, r.stderr
-    with open('/tmp/survey.json') as f:
+    with open(os.path.join(OUT, 'survey.json')) as f:
         return json.load(f), r.stderr
 
 
@@ -134,11 +140,13 @@ def split(binary, zoo, entries):
 
 def main():
     modes = {'arenas': arenas, 'budget': budget, 'split': split}
-    if len(sys.argv) != 4 or sys.argv[3] not in modes:
+    if len(sys.argv) < 4 or sys.argv[3] not in modes:
         sys.exit(__doc__)
-    binary, zoo, mode = sys.argv[1:]
+    binary, zoo, mode = sys.argv[1:4]
+    patterns = sys.argv[4:]
     with open(os.path.join(zoo, 'manifest.json')) as f:
-        entries = json.load(f)['models']
+        entries = [e for e in json.load(f)['models']
+                   if not patterns or any(fnmatch.fnmatch(e['name'], p) for p in patterns)]
     modes[mode](binary, zoo, entries)
 
 
