@@ -48,7 +48,7 @@ fn weighted_chain(layers: usize, width: i64) -> onnx_memplan::onnx::proto::Model
 }
 
 /// Every file in `dir` by name, with its bytes.
-fn folder(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+fn folder(dir: &Path) -> Folder {
     std::fs::read_dir(dir)
         .expect("read the folder")
         .map(|e| {
@@ -82,22 +82,17 @@ fn reset(dir: &Path, contents: &BTreeMap<String, Vec<u8>>) {
     }
 }
 
-#[test]
-fn kills_leave_previous_or_new_outputs_only() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let model_path = tmp.path().join("m.onnx");
-    // 8 layers of 1024×1024 floats: 32 MiB, so reading, hashing, planning and writing each
-    // take a visible share of a run.
-    write_model(&weighted_chain(8, 1024), &model_path);
-    let (old_dir, new_dir, out) = (
-        tmp.path().join("old"),
-        tmp.path().join("new"),
-        tmp.path().join("out"),
-    );
+/// A folder's files by name.
+type Folder = BTreeMap<String, Vec<u8>>;
+
+/// Two complete runs of `model_path` into folders of their own, with options that make every
+/// output file differ: the previous outputs and the new ones of the kill tests.
+fn references(tmp: &Path, model_path: &Path) -> (Folder, Folder) {
+    let (old_dir, new_dir) = (tmp.join("old"), tmp.join("new"));
     let old_options = ["--no-inplace"];
     for (dir, extra) in [(&old_dir, &old_options[..]), (&new_dir, &[][..])] {
         std::fs::create_dir_all(dir).expect("mkdir");
-        let status = plan_command(&model_path, dir, extra)
+        let status = plan_command(model_path, dir, extra)
             .status()
             .expect("plan runs");
         assert!(status.success(), "reference run failed");
@@ -114,6 +109,28 @@ fn kills_leave_previous_or_new_outputs_only() {
             "{name} must differ between the two references"
         );
     }
+    (old, new)
+}
+
+/// Waits until no commit holds the folder's lock: a commit's detached child, which may still be
+/// naming files right after the command was killed, holds it until every name is in place.
+fn wait_for_commits(dir: &Path) {
+    use std::os::unix::io::AsRawFd;
+    let folder = std::fs::File::open(dir).expect("open the output folder");
+    // SAFETY: a plain system call on an open descriptor; closing the file releases the lock.
+    let locked = unsafe { libc::flock(folder.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(locked, 0, "lock the output folder");
+}
+
+#[test]
+fn kills_leave_previous_or_new_outputs_only() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let model_path = tmp.path().join("m.onnx");
+    // 8 layers of 1024×1024 floats: 32 MiB, so reading, hashing, planning and writing each
+    // take a visible share of a run.
+    write_model(&weighted_chain(8, 1024), &model_path);
+    let out = tmp.path().join("out");
+    let (old, new) = references(tmp.path(), &model_path);
 
     // How long a whole run takes here (the fastest of three), to spread the kills over it.
     let mut run = std::time::Duration::MAX;
@@ -154,6 +171,7 @@ fn kills_leave_previous_or_new_outputs_only() {
             }
         }
         child.wait().expect("reap");
+        wait_for_commits(&out);
         let after = folder(&out);
         let stray: Vec<_> = after.keys().filter(|n| !new.contains_key(*n)).collect();
         assert!(
@@ -181,6 +199,45 @@ fn kills_leave_previous_or_new_outputs_only() {
     assert!(
         killed_running >= 40,
         "only {killed_running} of 100 kills hit a running pass ({finished} had finished; a run takes {run:?})"
+    );
+}
+
+/// A kill in the middle of the burst of renames (widened by the test hook that pauses after
+/// each name) still leaves every new output: the burst runs in a detached child.
+#[test]
+fn a_kill_between_two_renames_leaves_the_new_outputs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let model_path = tmp.path().join("m.onnx");
+    write_model(&weighted_chain(2, 64), &model_path);
+    let out = tmp.path().join("out");
+    let (old, new) = references(tmp.path(), &model_path);
+    reset(&out, &old);
+    let mut child = plan_command(&model_path, &out, &[])
+        .env("ONNX_MEMPLAN_TEST_COMMIT_PAUSE_MS", "300")
+        .spawn()
+        .expect("spawn");
+    let started = Instant::now();
+    let mix = loop {
+        let now = folder(&out);
+        if now != old {
+            break now;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no output was renamed within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert!(
+        mix != new,
+        "the kill must land inside the burst (some outputs still the previous ones)"
+    );
+    wait_for_commits(&out);
+    assert!(
+        folder(&out) == new,
+        "a kill inside the burst of renames left a mix of the two runs"
     );
 }
 

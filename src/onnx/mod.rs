@@ -6,6 +6,8 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
 
+#[cfg(target_os = "linux")]
+mod detached_commit;
 mod digest;
 mod encode;
 mod io;

@@ -1,9 +1,10 @@
 //! Crash-safe output files. Every file a command writes is first written without a name (Linux
 //! `O_TMPFILE`; a hidden temporary elsewhere) and all of them get their names together at the
-//! end, in one burst of `linkat`/`rename` calls. A process killed before that burst leaves the
-//! previous files untouched and nothing else; stale temporaries of killed runs (only possible
-//! where `O_TMPFILE` is missing, or inside the burst) are removed by the next run writing the
-//! same file. Durability against power loss (`fsync`) is not attempted.
+//! end, in one burst of `linkat`/`rename` calls. On Linux a detached child process makes that
+//! burst, so a process killed at any moment leaves either the previous files untouched and
+//! nothing else, or all the new files. Stale temporaries of killed runs (only possible where
+//! `O_TMPFILE` or `fork` is missing) are removed by the next run writing the same file.
+//! Durability against power loss (`fsync`) is not attempted.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
@@ -131,11 +132,12 @@ impl Outputs {
         Ok(())
     }
 
-    /// Names every staged file, in the order staged, one right after the other.
+    /// Names every staged file, in the order staged, one right after the other: on Linux in a
+    /// detached child process (see [`super::detached_commit`]), so that killing the command
+    /// cannot stop the burst half-way.
     pub fn commit(mut self) -> Result<()> {
         // The files being replaced stay open until every name is in place, so the burst of
-        // renames does not also free their blocks (which takes long for big files and would
-        // widen the moment in which a kill leaves old and new files side by side).
+        // renames does not also free their blocks (which takes long for big files).
         // A file that replaces another starts its writeback first (see `start_writeback`); one
         // that takes a free name needs none.
         let mut _replaced: Vec<File> = Vec::new();
@@ -146,22 +148,65 @@ impl Outputs {
                 start_writeback(file);
             }
         }
-        for staged in std::mem::take(&mut self.staged) {
-            let target = &staged.target;
-            let failed = |e: io::Error| input_error!("{}: cannot write: {e}", target.display());
-            match staged.content {
-                Content::Unnamed(mut file) => name_unnamed(&mut file, target).map_err(failed)?,
+        let staged = std::mem::take(&mut self.staged);
+        let named = name_detached(&staged);
+        let mut rest = staged.into_iter().skip(named);
+        while let Some(staged) = rest.next() {
+            let target = staged.target;
+            let named = match staged.content {
+                Content::Unnamed(mut file) => name_unnamed(&mut file, &target),
                 Content::Named(file, temp) => {
                     drop(file);
-                    let renamed = fs::rename(&temp, target);
-                    if renamed.is_err() {
+                    fs::rename(&temp, &target).inspect_err(|_| {
                         let _ = fs::remove_file(&temp);
-                    }
-                    renamed.map_err(failed)?
+                    })
                 }
+            };
+            if let Err(e) = named {
+                discard(rest);
+                bail_input!("{}: cannot write: {e}", target.display());
             }
         }
         Ok(())
+    }
+}
+
+/// Names the staged files in a detached child (Linux); returns how many it named. The caller
+/// names the rest in process, which reports their errors or takes the fallbacks (a copy where
+/// there is no `/proc` to link unnamed files through); that is every file when no child could
+/// be started.
+#[cfg(target_os = "linux")]
+fn name_detached(staged: &[Staged]) -> usize {
+    use super::detached_commit::{Step, run};
+    let steps: io::Result<Vec<Step>> = staged
+        .iter()
+        .map(|s| match &s.content {
+            Content::Unnamed(file) => Step::unnamed(file, &temp_path(&s.target), &s.target),
+            Content::Named(_, temp) => Step::named(temp, &s.target),
+        })
+        .collect();
+    let Ok(steps) = steps else {
+        return 0;
+    };
+    let mut folders: Vec<PathBuf> = staged.iter().map(|s| model_dir(&s.target)).collect();
+    folders.sort();
+    folders.dedup();
+    let folders: Vec<&Path> = folders.iter().map(PathBuf::as_path).collect();
+    run(&steps, &folders)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn name_detached(_staged: &[Staged]) -> usize {
+    0
+}
+
+/// Removes the hidden temporaries of staged files that will not be named.
+fn discard(rest: impl Iterator<Item = Staged>) {
+    for staged in rest {
+        if let Content::Named(file, temp) = staged.content {
+            drop(file);
+            let _ = fs::remove_file(temp);
+        }
     }
 }
 
