@@ -11,7 +11,7 @@
 //! concurrent commits into one folder take turns, and whoever takes the lock after a kill sees
 //! the burst complete.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -56,34 +56,42 @@ impl Step {
     /// Names the file (in the child: system calls only, no allocation); `Err` carries the
     /// `errno`.
     fn run(&self) -> Result<(), i32> {
-        // SAFETY: every pointer is to a NUL-terminated string owned by `self`.
-        unsafe {
-            let Some(from) = &self.unnamed else {
-                return check(libc::rename(self.temp.as_ptr(), self.target.as_ptr()));
-            };
-            let link = |to: &CString| {
-                libc::linkat(
-                    libc::AT_FDCWD,
-                    from.as_ptr(),
-                    libc::AT_FDCWD,
-                    to.as_ptr(),
-                    libc::AT_SYMLINK_FOLLOW,
-                )
-            };
-            match check(link(&self.target)) {
-                Err(libc::EEXIST) => {
-                    libc::unlink(self.temp.as_ptr());
-                    check(link(&self.temp))?;
-                    let renamed = check(libc::rename(self.temp.as_ptr(), self.target.as_ptr()));
-                    if renamed.is_err() {
-                        libc::unlink(self.temp.as_ptr());
-                    }
-                    renamed
+        let Some(from) = &self.unnamed else {
+            // SAFETY: both pointers are to NUL-terminated strings owned by `self`.
+            return check(unsafe { libc::rename(self.temp.as_ptr(), self.target.as_ptr()) });
+        };
+        match link(from, &self.target) {
+            Err(libc::EEXIST) => {
+                // SAFETY: as above.
+                unsafe { libc::unlink(self.temp.as_ptr()) };
+                link(from, &self.temp)?;
+                // SAFETY: as above.
+                let renamed =
+                    check(unsafe { libc::rename(self.temp.as_ptr(), self.target.as_ptr()) });
+                if renamed.is_err() {
+                    // SAFETY: as above.
+                    unsafe { libc::unlink(self.temp.as_ptr()) };
                 }
-                other => other,
+                renamed
             }
+            other => other,
         }
     }
+}
+
+/// Links the file that the `/proc/self/fd/N` path `from` names to the new name `to` (system
+/// calls only); `Err` carries the `errno`.
+pub fn link(from: &CStr, to: &CStr) -> Result<(), i32> {
+    // SAFETY: both pointers are to NUL-terminated strings that outlive the call.
+    check(unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    })
 }
 
 /// Runs `steps` in order in a detached child, with `folders` (those of the targets) locked.

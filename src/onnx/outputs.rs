@@ -345,21 +345,7 @@ fn link_unnamed(file: &File, target: &Path) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
     let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
     let to = CString::new(target.as_os_str().as_bytes())?;
-    // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
-    let status = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if status == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    super::detached_commit::link(&from, &to).map_err(io::Error::from_raw_os_error)
 }
 
 #[cfg(not(target_os = "linux"))]
