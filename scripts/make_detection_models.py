@@ -16,9 +16,12 @@ writes into OUT_DIR, with onnx.helper (opset 17, random weights, fixed seed):
   - compress.onnx: the rows of x [6, 5] whose sum is positive (Compress), through Relu;
   - loop_nonzero.onnx: a Loop over the NonZero count of x [16] > 0, gathering each positive
     value (scan output [count, 1]);
-and manifest.json: per model the feeds to run (seeded normal floats; `k` for topk_k), for
-scripts/ort_check.py (`--manifest`), which checks every tensor's actual shape against the bound
-the table plans it at.
+  - if_count.onnx: If(count == 0) over the NonZero count of x [8] > 0, the then-branch x tiled
+    [32], the else-branch the positive values [count]: both branches planned, at the larger;
+and manifest.json: per model the `cases` to run, each the input values replacing seeded
+normal floats (`k` for topk_k; for if_count inputs taking each branch), for
+scripts/ort_bounds.py, which checks every tensor's actual shape against the bound the table
+plans it at.
 """
 import argparse
 import json
@@ -174,14 +177,44 @@ def loop_nonzero(out):
           numpy_helper.from_array(np.array(True), "true")])
 
 
+def if_count(out):
+    """x [8]; NonZero's count n of the positive values decides If(n == 0): the then-branch
+    (no positive value) gives x tiled 4 times [32], the else-branch the positive values [n],
+    n <= 8. The branch depends on the count, so both are planned, at the larger: 32."""
+    then_branch = helper.make_graph(
+        [n("Tile", ["x", "four"], ["tiled"])], "then",
+        [], [helper.make_tensor_value_info("tiled", F, [32])])
+    else_branch = helper.make_graph(
+        [n("Squeeze", ["where", "zero_axis"], ["idx"]),  # [n]
+         n("Gather", ["x", "idx"], ["picked"], axis=0)], "else",
+        [], [helper.make_tensor_value_info("picked", F, ["n"])])
+    nodes = [
+        n("Greater", ["x", "zero"], ["positive"]),
+        n("NonZero", ["positive"], ["where"]),  # [1, n]
+        n("Size", ["where"], ["numel"]),
+        n("Equal", ["numel", "none"], ["empty"]),
+        n("If", ["empty"], ["chosen"], then_branch=then_branch, else_branch=else_branch),
+        n("Mul", ["chosen", "two"], ["y"]),
+    ]
+    save(out, "if_count", nodes, [helper.make_tensor_value_info("x", F, [8])],
+         [out_info("y", F, 1)],
+         [floats("zero", 0.0), floats("two", 2.0), ints("four", [4]), ints("zero_axis", [0]),
+          ints("none", 0)])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for make in (nms_head, nonzero_gather, topk_k, topk_min_k, unique, compress, loop_nonzero):
+    for make in (nms_head, nonzero_gather, topk_k, topk_min_k, unique, compress, loop_nonzero,
+                 if_count):
         make(a.out)
-    manifest = {"topk_k.onnx": {"input_values": {"k": [7]}}}
+    manifest = {
+        "topk_k.onnx": {"cases": [{"k": [7]}]},
+        # No positive value (the then-branch runs), some, and all 8 (the else-branch).
+        "if_count.onnx": {"cases": [{"x": [-1.0] * 8}, {"x": [1.0, -1.0] * 4}, {"x": [1.0] * 8}]},
+    }
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

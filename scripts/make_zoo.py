@@ -128,12 +128,22 @@ class DetWrap(nn.Module):
         return o["boxes"], o["scores"], o["labels"]
 
 
-def tv_ssdlite():
-    import torchvision
-    torch.manual_seed(0)
-    m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
-        weights=None, weights_backbone=None, num_classes=10).eval()
-    return DetWrap(m), (torch.rand(1, 3, 320, 320),), ["images"], ["boxes", "scores", "labels"], None
+def tv_ssdlite(score_thresh=None):
+    """SSDlite with random weights. Its classification head starts with equal scores (0.1 for each
+    of 10 classes), so every anchor passes the default 0.001 threshold and the detections are at
+    their bound; with `score_thresh`, the head is drawn again (normal, std 0.3) so the scores
+    spread and only a few detections pass (13 of the 300 at 0.5): sizes below the bounds."""
+    def build():
+        import torchvision
+        torch.manual_seed(0)
+        kw = {} if score_thresh is None else {"score_thresh": score_thresh}
+        m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+            weights=None, weights_backbone=None, num_classes=10, **kw).eval()
+        if score_thresh is not None:
+            for p in m.head.classification_head.parameters():
+                nn.init.normal_(p, std=0.3)
+        return DetWrap(m), (torch.rand(1, 3, 320, 320),), ["images"], ["boxes", "scores", "labels"], None
+    return build
 
 
 TOKENS = ("batch", "sequence")
@@ -309,7 +319,9 @@ spec("deeplabv3_mobilenet_v3_large_op13",
      tv("deeplabv3_mobilenet_v3_large", size=256, seg=True, aux_loss=False), 13)
 spec("lraspp_mobilenet_v3_large_op17", tv("lraspp_mobilenet_v3_large", size=256, seg=True), 17)
 spec("fcn_resnet50_op11", tv("fcn_resnet50", size=256, seg=True, aux_loss=False), 11)
-spec("ssdlite320_mobilenet_v3_large_op13", tv_ssdlite, 13)
+spec("ssdlite320_mobilenet_v3_large_op13", tv_ssdlite(), 13)
+spec("ssdlite320_mobilenet_v3_large_thresh_op13", tv_ssdlite(score_thresh=0.5), 13,
+     family="ssdlite320_mobilenet_v3_large")
 spec("r3d_18_op13", tv_video, 13)
 # transformers
 BERT = dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,

@@ -4,9 +4,10 @@
     python scripts/ort_bounds.py --bin target/release/onnx-memplan --dir DIR --out OUT
 
 DIR holds models and manifest.json written by scripts/make_detection_models.py. For every model:
-plans it (no --dim: the data-dependent counts at their bounds) and verifies the table; runs the
-model in onnxruntime on seeded inputs (scripts/ort_check.py's feeds; a manifest's `input_values`
-override) with every tensor exposed as an output, and checks that every tensor's actual shape
+plans it (no --dim: the data-dependent counts at their bounds) and verifies the table; for each
+of the manifest's `cases` (input values overriding scripts/ort_check.py's seeded feeds; one case
+of the seeded feeds alone without), runs the model in onnxruntime with every tensor exposed as
+an output, and checks that every tensor's actual shape
 is, axis by axis, at most the shape the table plans it at (so its actual bytes fit its slot),
 that at least one data-dependent count falls strictly below its bound, and that the annotated
 model gives bit-identical outputs. Exits 1 if any check failed.
@@ -37,7 +38,7 @@ def exposed(model):
     return m.SerializeToString()
 
 
-def check(path, out_dir, binary, values):
+def check(path, out_dir, binary, cases):
     name = os.path.basename(path)
     stem = name[: -len(".onnx")]
     out = os.path.join(out_dir, f"{stem}.memplan.onnx")
@@ -48,33 +49,34 @@ def check(path, out_dir, binary, values):
         table = json.load(f)
     model = onnx.load(path)
     shapes, _ = input_shapes(model, {})
-    feeds = make_feeds(model, shapes, seed=0)
-    for k, v in values.items():
-        feeds[k] = np.array(v, dtype=feeds[k].dtype).reshape(feeds[k].shape)
-    actual = run(exposed(model), feeds, 1)
-    problems, below = [], 0
     planned = {t["name"]: t for t in table["tensors"]}
-    for tensor, value in actual.items():
-        entry = planned.get(tensor)
-        if entry is None or entry.get("shape") is None:
-            continue
-        shape = list(np.shape(value))
-        if len(shape) != len(entry["shape"]) or any(a > b for a, b in zip(shape, entry["shape"])):
-            problems.append(f"{tensor}: actual shape {shape} exceeds the planned {entry['shape']}")
-        if value.nbytes > entry["bytes"]:
-            problems.append(f"{tensor}: {value.nbytes} bytes exceed the planned {entry['bytes']}")
-        below += entry.get("upper_bound", False) and value.nbytes < entry["bytes"]
+    problems, below = [], 0
+    for values in cases:
+        feeds = make_feeds(model, shapes, seed=0)
+        for k, v in values.items():
+            feeds[k] = np.array(v, dtype=feeds[k].dtype).reshape(feeds[k].shape)
+        actual = run(exposed(model), feeds, 1)
+        for tensor, value in actual.items():
+            entry = planned.get(tensor)
+            if entry is None or entry.get("shape") is None:
+                continue
+            shape = list(np.shape(value))
+            if len(shape) != len(entry["shape"]) or any(a > b for a, b in zip(shape, entry["shape"])):
+                problems.append(f"{tensor}: actual shape {shape} exceeds the planned {entry['shape']}")
+            if value.nbytes > entry["bytes"]:
+                problems.append(f"{tensor}: {value.nbytes} bytes exceed the planned {entry['bytes']}")
+            below += entry.get("upper_bound", False) and value.nbytes < entry["bytes"]
+        original = run(path, feeds, 1)
+        annotated = run(out, feeds, 1)
+        for k, v in original.items():
+            if not bit_equal(v, annotated[k]):
+                problems.append(f"output {k} differs in the annotated model")
     if not below:
         problems.append("no data-dependent size fell below its bound: the inputs test nothing")
-    original = run(path, feeds, 1)
-    annotated = run(out, feeds, 1)
-    for k, v in original.items():
-        if not bit_equal(v, annotated[k]):
-            problems.append(f"output {k} differs in the annotated model")
     counts = ", ".join(f"{d['symbol']} <= {d['bound']}" for d in table.get("data_dependent", []))
     status = "FAIL" if problems else "PASS"
-    print(f"{status} {name}: {counts}; {below} tensor(s) below their planned size; "
-          f"arena {table['arenas'][0]['bytes']} bytes")
+    print(f"{status} {name}: {counts}; {len(cases)} input(s), {below} tensor(s) below their "
+          f"planned size; arena {table['arenas'][0]['bytes']} bytes")
     for p in problems:
         print(f"    {p}")
     return not problems
@@ -92,8 +94,8 @@ def main():
     failed = 0
     for name in sorted(os.listdir(a.dir)):
         if name.endswith(".onnx"):
-            values = manifest.get(name, {}).get("input_values", {})
-            failed += not check(os.path.join(a.dir, name), a.out, a.bin, values)
+            cases = manifest.get(name, {}).get("cases", [{}])
+            failed += not check(os.path.join(a.dir, name), a.out, a.bin, cases)
     print(f"ort_bounds: {failed} failed model(s)")
     return 1 if failed else 0
 

@@ -457,7 +457,7 @@ fn plan_proto(
     let at_bound = if report.data_dependent.is_empty() {
         None
     } else {
-        Some(type_model(path, original.clone(), &at_bound(&options.infer))?.1)
+        Some(type_model(path, original.clone(), &at_bound(&options.infer, &report))?.1)
     };
     let typed = at_bound.as_ref().unwrap_or(&model);
     let graph = &typed.graph;
@@ -555,10 +555,12 @@ fn plan_proto(
     })
 }
 
-/// The options typing every data-dependent count at its proven bound.
-pub(crate) fn at_bound(infer: &InferOptions) -> InferOptions {
+/// The options typing every data-dependent count at its proven bound, knowing no more of
+/// any value's contents than `symbolic` (the report of the typing with the counts as symbols).
+pub(crate) fn at_bound(infer: &InferOptions, symbolic: &InferReport) -> InferOptions {
     InferOptions {
         data_dependent_at_bound: true,
+        count_dependent: symbolic.contents_unknown.clone(),
         ..infer.clone()
     }
 }
@@ -717,7 +719,7 @@ pub fn verify_table_bytes(path: &Path, bytes: Bytes, table: &Table) -> Result<Ve
         let mut problems = if report.data_dependent.is_empty() {
             verify::check_table(&model.graph, table)
         } else {
-            let (_, at_bound, _) = type_model(path, proto, &at_bound(&infer))?;
+            let (_, at_bound, _) = type_model(path, proto, &at_bound(&infer, &report))?;
             verify::check_table(&at_bound.graph, table)
         };
         verify::check_data_dependent(&model.graph, table, &mut problems);

@@ -2,7 +2,7 @@
 //! a Loop over a NonZero count) planned at their proven bounds: the hand-worked NMS head, a
 //! tampered table refused, and the detection-style models of scripts/make_detection_models.py
 //! run in onnxruntime (scripts/ort_bounds.py: every actual shape within the planned one,
-//! outputs unchanged).
+//! outputs unchanged), among them an `If` decided by a count, whose both branches are planned.
 
 mod common;
 
@@ -13,7 +13,7 @@ use common::{
     assert_verifies, assert_verify_refuses, float_info, float_init, int_init, model, node,
     ort_python, plan_written, read_table, root, run_cli, with_int,
 };
-use onnx_memplan::onnx::proto::GraphProto;
+use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ValueInfoProto};
 
 /// boxes [1, 100, 4], scores [1, 3, 100], at most 10 boxes per class → selected [n, 3] →
 /// the selected boxes' rows (Gather) → doubled.
@@ -244,7 +244,7 @@ fn detection_models_run_in_onnxruntime_within_their_bounds() {
         String::from_utf8_lossy(&run.stderr)
     );
     // Every model of the generator was planned and checked.
-    assert_eq!(said.matches("PASS").count(), 7, "{said}");
+    assert_eq!(said.matches("PASS").count(), 8, "{said}");
 }
 
 #[test]
@@ -279,4 +279,100 @@ fn a_count_beside_a_zero_length_axis_is_still_marked() {
         (Some(0), Some("0"))
     );
     assert_verifies(&model, &table_path);
+}
+
+/// x [8]; NonZero's count n of the positive values decides `If(n == 0)`: the then-branch
+/// (no positive value) gives x tiled 4 times [32], the else-branch the positive values [n].
+fn if_count() -> onnx_memplan::onnx::proto::ModelProto {
+    let branch = |name: &str, nodes, output: &str| AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(5),
+        g: Some(GraphProto {
+            name: Some(name.into()),
+            node: nodes,
+            output: vec![ValueInfoProto {
+                name: Some(output.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut if_node = node("If", &["empty"], &["chosen"]);
+    if_node.attribute = vec![
+        branch(
+            "then_branch",
+            vec![node("Tile", &["x", "four"], &["tiled"])],
+            "tiled",
+        ),
+        branch(
+            "else_branch",
+            vec![
+                node("Squeeze", &["where", "zero_axis"], &["idx"]),
+                with_int(node("Gather", &["x", "idx"], &["picked"]), "axis", 0),
+            ],
+            "picked",
+        ),
+    ];
+    model(GraphProto {
+        name: Some("if_count".into()),
+        node: vec![
+            node("Greater", &["x", "zero"], &["positive"]),
+            node("NonZero", &["positive"], &["where"]),
+            node("Size", &["where"], &["numel"]),
+            node("Equal", &["numel", "none"], &["empty"]),
+            if_node,
+            node("Mul", &["chosen", "two"], &["y"]),
+        ],
+        input: vec![float_info("x", &[8])],
+        output: vec![ValueInfoProto {
+            name: Some("y".into()),
+            ..Default::default()
+        }],
+        initializer: vec![
+            float_init("zero", &[], &[0.0]),
+            float_init("two", &[], &[2.0]),
+            int_init("four", &[1], &[4]),
+            int_init("zero_axis", &[1], &[0]),
+            int_init("none", &[], &[0]),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn an_if_decided_by_a_count_plans_both_branches_at_the_larger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, table_path) = plan_written(dir.path(), "if_count", &if_count(), &[]);
+    let table = read_table(&table_path);
+    // By hand: n <= 8 positive values. At n = 8 the condition is false, but with no positive
+    // value (n = 0) the then-branch runs: the If stays undecided, and `chosen` (and `y`) is
+    // planned at the larger branch, the tiled x: float32 [32] = 128 bytes, not [8] = 32.
+    assert_eq!(table.data_dependent[0].bound, "8");
+    assert!(table.branches.is_empty(), "{:?}", table.branches);
+    let entry = |name: &str| table.tensors.iter().find(|t| t.name == name).unwrap();
+    for name in ["chosen", "y"] {
+        assert_eq!(entry(name).shape.as_deref(), Some(&[32][..]), "{name}");
+        assert_eq!(entry(name).bytes, Some(128), "{name}");
+    }
+    assert_verifies(&model, &table_path);
+
+    // The plan of the If decided at the bound (the else-branch taken, its outputs sized at
+    // n = 8) is refused: it would not hold the then-branch's output.
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    json["branches"] = serde_json::json!([{
+        "node": "#4",
+        "taken": "else_branch",
+        "reason": "condition 'empty' is false",
+    }]);
+    for t in json["tensors"].as_array_mut().unwrap() {
+        if t["name"] == "chosen" || t["name"] == "y" {
+            t["shape"] = serde_json::json!([8]);
+            t["bytes"] = 32.into();
+        }
+    }
+    std::fs::write(&table_path, json.to_string()).unwrap();
+    assert_verify_refuses(&model, &table_path, "tensor 'chosen' has Some(32) bytes");
+    assert_verify_refuses(&model, &table_path, "the table lists taken If branches");
 }

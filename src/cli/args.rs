@@ -43,7 +43,7 @@ impl ShapeArgs {
             input_shapes: self.input_shapes.iter().cloned().collect(),
             input_values: self.input_values.iter().cloned().collect(),
             trust_value_info: self.trust_value_info,
-            data_dependent_at_bound: false,
+            ..InferOptions::default()
         }
     }
 }

@@ -230,7 +230,7 @@ fn infer_node(
         let Some(vid) = graph.nodes[id].outputs[slot] else {
             continue;
         };
-        record(graph, dims, id, slot, vid, out, report)?;
+        record(graph, dims, id, slot, vid, out, (env.options, report))?;
     }
     constant_nodes::mark_folded(graph, id);
     Ok(())
@@ -298,7 +298,9 @@ fn check_output_count(graph: &Graph, id: NodeId, outputs: &[Output]) -> Result<(
     Ok(())
 }
 
-/// Stores a rule's result for one output value and compares it with the declaration.
+/// Stores a rule's result for one output value and compares it with the declaration. Typed
+/// at the data-dependent bounds, the contents of a count-dependent value are dropped; typed
+/// otherwise, a value whose contents are not known is noted in the report.
 fn record(
     graph: &mut Graph,
     dims: &mut DimsValues,
@@ -306,7 +308,7 @@ fn record(
     slot: usize,
     vid: usize,
     out: Output,
-    report: &mut InferReport,
+    (options, report): (&InferOptions, &mut InferReport),
 ) -> Result<()> {
     let Some(ty) = out.ty else {
         let n = &graph.nodes[node];
@@ -316,10 +318,24 @@ fn record(
         ));
     };
     let mut constant = out.constant;
+    let mut out_dims = out.dims;
     if constant.is_none()
-        && let Some(d) = &out.dims
+        && let Some(d) = &out_dims
     {
         constant = dims_to_constant(&ty, d);
+    }
+    let name = &graph.values[vid].name;
+    if options.data_dependent_at_bound {
+        if options.count_dependent.contains(name) {
+            constant = None;
+            out_dims = None;
+        }
+    } else if constant.is_none()
+        && !out_dims
+            .as_ref()
+            .is_some_and(|d| d.iter().all(|d| d.expr().is_some()))
+    {
+        report.contents_unknown.insert(name.clone());
     }
     let value = &mut graph.values[vid];
     if let Some(declared) = &value.declared
@@ -338,7 +354,7 @@ fn record(
         dims.resize(vid + 1, None);
     }
     dims[vid] = if value.constant.is_none() {
-        out.dims
+        out_dims
     } else {
         None
     };

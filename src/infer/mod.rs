@@ -14,7 +14,7 @@ mod function;
 mod input_values;
 mod ops;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 
@@ -40,6 +40,12 @@ pub struct InferOptions {
     /// Type data-dependent counts (`NonZero`, ...) at their proven bound instead of as fresh
     /// symbols: the sizes the model is planned at.
     pub data_dependent_at_bound: bool,
+    /// With `data_dependent_at_bound`: the values whose contents the typing with the counts
+    /// as symbols did not know ([`InferReport::contents_unknown`]). Their contents depend on
+    /// a count's actual value, so they are not folded at the bounds either: the model typed
+    /// there knows no more than the symbolic one with each count replaced by its bound (an
+    /// `If(count == 0)` stays undecided).
+    pub count_dependent: BTreeSet<String>,
 }
 
 impl InferOptions {
@@ -60,6 +66,10 @@ pub struct InferReport {
     /// The data-dependent counts, each a fresh symbol with its bound (empty when typed at the
     /// bound).
     pub data_dependent: Vec<DataDependentDim>,
+    /// Node outputs whose contents (a folded value, or a shape value with every element an
+    /// expression) inference did not know somewhere it typed them (not kept when typed at the
+    /// bounds).
+    pub contents_unknown: BTreeSet<String>,
 }
 
 /// Infers the type of every value of the model's graphs, in place.

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::Entry;
-use super::util::merge_types;
+use super::util::{merge_types, merge_types_by};
 use crate::error::{is_input_error, is_unsupported};
 use crate::infer::NodeCtx;
 use crate::ir::{DType, Dim, TensorType, ValueType};
@@ -33,6 +33,9 @@ fn required(ctx: &NodeCtx, attribute: &str, types: Vec<Option<ValueType>>) -> Re
 /// operator without a rule) would fail wherever it ran with them, so every run that succeeds
 /// takes the other branch. That branch is ruled out and the node's outputs are the other's,
 /// which is what onnxruntime (it checks only what it runs) computes. Both failing is an error.
+/// Typed at the data-dependent bounds, a condition that depends on a count is not known
+/// (see `InferOptions::count_dependent`): both branches stay and each output is planned at
+/// the larger of the two.
 fn if_(ctx: &mut NodeCtx) -> Result<()> {
     let chosen = ctx.ints(0).and_then(|v| v.first().copied()).map(|c| c != 0);
     let condition = ctx.input_value(0).map(|v| v.name.clone()).unwrap_or_default();
@@ -75,12 +78,25 @@ fn if_(ctx: &mut NodeCtx) -> Result<()> {
             other.len()
         )));
     }
+    // Typed at the bounds (the sizes planned for), an output either branch may give is
+    // planned at the larger of the two, where one provably is.
+    let larger = |a: &Dim, b: &Dim| match (ctx.proven_le(a, b), ctx.proven_le(b, a)) {
+        (true, _) => b.clone(),
+        (_, true) => a.clone(),
+        _ => Dim::Unknown,
+    };
+    let unknown = |_: &Dim, _: &Dim| Dim::Unknown;
+    let differ: &dyn Fn(&Dim, &Dim) -> Dim = if ctx.env.options.data_dependent_at_bound { &larger } else { &unknown };
+    let mut merged = Vec::with_capacity(taken.len());
     for (i, (t, e)) in taken.into_iter().zip(other).enumerate() {
         let (Some(t), Some(e)) = (t.ty, e.ty) else {
             return Err(ctx.error(format!("branch output {i} has no type")));
         };
-        let ty = merge_types(&t, &e)
+        let ty = merge_types_by(&t, &e, differ)
             .ok_or_else(|| ctx.error(format!("branches disagree on output {i}: {t} and {e}")))?;
+        merged.push(ty);
+    }
+    for (i, ty) in merged.into_iter().enumerate() {
         ctx.set(i, ty);
     }
     Ok(())

@@ -89,33 +89,43 @@ pub fn axes(ctx: &NodeCtx, axes: &[i64], rank: usize) -> Result<Vec<usize>> {
 /// The most specific type covering both: equal dims stay, differing ones become unknown,
 /// differing ranks give an unknown rank. `None` when the kinds or element types differ.
 pub fn merge_types(a: &ValueType, b: &ValueType) -> Option<ValueType> {
+    merge_types_by(a, b, &|_, _| Dim::Unknown)
+}
+
+/// [`merge_types`] with `differ` giving the dimension covering two that differ (the larger,
+/// say, where either may be the size at run time and the larger is what to plan for).
+pub fn merge_types_by(
+    a: &ValueType,
+    b: &ValueType,
+    differ: &dyn Fn(&Dim, &Dim) -> Dim,
+) -> Option<ValueType> {
     Some(match (a, b) {
         (ValueType::Tensor(x), ValueType::Tensor(y)) if x.dtype == y.dtype => {
-            ValueType::Tensor(merge_tensors(x, y))
+            ValueType::Tensor(merge_tensors(x, y, differ))
         }
         (ValueType::SparseTensor(x), ValueType::SparseTensor(y)) if x.dtype == y.dtype => {
-            ValueType::SparseTensor(merge_tensors(x, y))
+            ValueType::SparseTensor(merge_tensors(x, y, differ))
         }
         (ValueType::Sequence(x), ValueType::Sequence(y)) => {
-            ValueType::Sequence(Box::new(merge_types(x, y)?))
+            ValueType::Sequence(Box::new(merge_types_by(x, y, differ)?))
         }
         (ValueType::Optional(x), ValueType::Optional(y)) => {
-            ValueType::Optional(Box::new(merge_types(x, y)?))
+            ValueType::Optional(Box::new(merge_types_by(x, y, differ)?))
         }
         (ValueType::Map(k, x), ValueType::Map(l, y)) if k == l => {
-            ValueType::Map(*k, Box::new(merge_types(x, y)?))
+            ValueType::Map(*k, Box::new(merge_types_by(x, y, differ)?))
         }
         (ValueType::Opaque, ValueType::Opaque) => ValueType::Opaque,
         _ => return None,
     })
 }
 
-fn merge_tensors(x: &TensorType, y: &TensorType) -> TensorType {
+fn merge_tensors(x: &TensorType, y: &TensorType, differ: &dyn Fn(&Dim, &Dim) -> Dim) -> TensorType {
     let shape = match (&x.shape, &y.shape) {
         (Some(p), Some(q)) if p.len() == q.len() => Some(
             p.iter()
                 .zip(q)
-                .map(|(a, b)| if a == b { a.clone() } else { Dim::Unknown })
+                .map(|(a, b)| if a == b { a.clone() } else { differ(a, b) })
                 .collect(),
         ),
         _ => None,
