@@ -4,6 +4,8 @@
 //! docs/format.md, "Data-dependent sizes"); typed at the bound instead
 //! ([`super::InferOptions::data_dependent_at_bound`]), the model has the sizes it is planned at.
 
+use std::collections::BTreeMap;
+
 use crate::ir::{Dim, Graph, ValueId};
 use crate::symbolic::Expr;
 
@@ -80,22 +82,27 @@ pub(crate) fn tighter(
 }
 
 /// The constant `expr` takes with every count at its bound; `None` when it still depends on
-/// other symbols (ranges) or overflows. Bounds mention only earlier counts, so substituting
-/// once per count resolves them all.
+/// other symbols (ranges) or overflows.
 fn counts_at_bounds(expr: &Expr, registry: &[DataDependentDim]) -> Option<i64> {
-    let mut e = expr.clone();
-    for _ in 0..=registry.len() {
-        if let Some(c) = e.as_constant() {
-            return Some(c);
-        }
-        e = e.replace(&|s| {
-            registry
-                .iter()
-                .find(|d| d.symbol == s)
-                .map(|d| d.bound.clone())
-        })?;
+    at_bounds(expr, &resolved_bounds(registry)?)?.as_constant()
+}
+
+/// Each count's bound in the model's other symbols alone (the range symbols): the counts a
+/// bound mentions (earlier ones, e.g. `NonZero` of what `NonMaxSuppression` selected)
+/// replaced by their own resolved bounds, in the registry's order. `None` when one overflows.
+pub fn resolved_bounds(registry: &[DataDependentDim]) -> Option<BTreeMap<String, Expr>> {
+    let mut resolved = BTreeMap::new();
+    for d in registry {
+        let bound = at_bounds(&d.bound, &resolved)?;
+        resolved.insert(d.symbol.clone(), bound);
     }
-    e.as_constant()
+    Some(resolved)
+}
+
+/// `expr` with every count `bounds` (from [`resolved_bounds`]) names at its bound; `None` on
+/// overflow.
+pub fn at_bounds(expr: &Expr, bounds: &BTreeMap<String, Expr>) -> Option<Expr> {
+    expr.replace(&|s| bounds.get(s).cloned())
 }
 
 /// Operators whose output holds exactly the elements of input 0, rearranged.

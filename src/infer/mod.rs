@@ -21,7 +21,7 @@ use anyhow::Result;
 use crate::ir::Model;
 
 pub use context::{NodeCtx, Rule};
-pub use data_dependent::DataDependentDim;
+pub use data_dependent::{DataDependentDim, at_bounds, resolved_bounds};
 
 /// How symbolic sizes are bound and how declared types are used.
 #[derive(Clone, Debug, Default)]

@@ -15,18 +15,10 @@ use crate::infer::DataDependentDim;
 use crate::ir::Graph;
 use crate::symbolic::{Expr, Ranges, is_monotone};
 
-/// Each count's bound in the range symbols alone: the counts a bound mentions (earlier ones,
-/// e.g. `NonZero` of what `NonMaxSuppression` selected) replaced by their own bounds.
+/// Each count's bound in the range symbols alone ([`crate::infer::resolved_bounds`]).
 pub fn resolved_bounds(registry: &[DataDependentDim]) -> Result<BTreeMap<String, Expr>> {
-    let mut resolved: BTreeMap<String, Expr> = BTreeMap::new();
-    for d in registry {
-        let bound = d
-            .bound
-            .replace(&|s| resolved.get(s).cloned())
-            .ok_or_else(|| anyhow!("bug: the bound of '{}' overflows", d.symbol))?;
-        resolved.insert(d.symbol.clone(), bound);
-    }
-    Ok(resolved)
+    crate::infer::resolved_bounds(registry)
+        .ok_or_else(|| anyhow!("bug: a bound of a data-dependent count overflows"))
 }
 
 /// The bytes `name` (of exact size `exact`, an expression in the counts) is planned at: its
@@ -43,8 +35,7 @@ pub fn planned_size(
             "tensor '{name}': its size {exact} does not provably grow with its data-dependent counts, so their bounds do not bound it"
         );
     }
-    exact
-        .replace(&|s| bounds.get(s).cloned())
+    crate::infer::at_bounds(exact, bounds)
         .ok_or_else(|| crate::input_error!("tensor '{name}': its size at the bound overflows"))
 }
 
