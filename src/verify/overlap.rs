@@ -62,21 +62,11 @@ pub fn check_overlaps(
                     if arena_a != arena_b {
                         break;
                     }
-                    if end_a <= start_b {
+                    // Views of one parent are checked once per pair below, not per step.
+                    if end_a <= start_b || classes[a] == classes[b] {
                         continue;
                     }
                     let (ea, eb) = (&table.tensors[a], &table.tensors[b]);
-                    if classes[a] == classes[b] {
-                        // Views of one parent hold disjoint elements of it.
-                        if exact.sibling_views(a, b, step) && reported.insert((a.min(b), a.max(b)))
-                        {
-                            problems.push(format!(
-                                "views '{}' and '{}' of one tensor are both live at step {step} and share bytes",
-                                ea.name, eb.name
-                            ));
-                        }
-                        continue;
-                    }
                     if (ea.strides.is_some() || eb.strides.is_some()) && !exact.share(a, b, step) {
                         continue;
                     }
@@ -99,6 +89,70 @@ pub fn check_overlaps(
             max_end = max_end.max(end_b);
         }
     }
+    check_sibling_views(&mut exact, classes, steps, problems);
+}
+
+/// Views of one parent hold disjoint elements of it: every two strided slice views of one
+/// alias class, neither inside the other by `alias_of`, must not write a common byte while
+/// both are resident. Checked once per pair of resident runs (a view's offset is fixed within
+/// a run), at the first step they share.
+fn check_sibling_views(
+    exact: &mut Exact,
+    classes: &[usize],
+    steps: usize,
+    problems: &mut Vec<String>,
+) {
+    let table = exact.table;
+    let mut views_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, e) in table.tensors.iter().enumerate() {
+        if e.strides.is_some() && e.alias_offset.is_some() && e.arena.is_some() && span(e) > 0 {
+            views_of.entry(classes[i]).or_default().push(i);
+        }
+    }
+    let mut found = Vec::new();
+    for views in views_of.values() {
+        for (k, &a) in views.iter().enumerate() {
+            for &b in &views[k + 1..] {
+                if table.tensors[a].arena != table.tensors[b].arena
+                    || exact.descends(a, b)
+                    || exact.descends(b, a)
+                {
+                    continue;
+                }
+                let first_shared = resident_together(&exact.runs[a], &exact.runs[b], steps)
+                    .filter(|&step| exact.share(a, b, step))
+                    .min();
+                if let Some(step) = first_shared {
+                    found.push((step, a.min(b), a.max(b)));
+                }
+            }
+        }
+    }
+    found.sort_unstable();
+    for (step, a, b) in found {
+        let (ea, eb) = (&table.tensors[a], &table.tensors[b]);
+        problems.push(format!(
+            "views '{}' and '{}' of one tensor are both live at step {step} and share bytes",
+            ea.name, eb.name
+        ));
+    }
+}
+
+/// The first step of each stretch in which both run lists are resident at once.
+fn resident_together<'r>(
+    a: &'r [Run],
+    b: &'r [Run],
+    steps: usize,
+) -> impl Iterator<Item = usize> + 'r {
+    let last = steps - 1;
+    a.iter().filter(|r| r.offset.is_some()).flat_map(move |ra| {
+        b.iter()
+            .filter(|r| r.offset.is_some())
+            .filter_map(move |rb| {
+                let from = ra.first.max(rb.first).min(last);
+                (from <= ra.last.min(last) && from <= rb.last.min(last)).then_some(from)
+            })
+    })
 }
 
 /// Exact byte sharing of strided views, their rows compared (cached per entry and pair).
@@ -135,18 +189,6 @@ impl Exact<'_> {
         let shared = intersect(&ra, rb);
         self.pairs.insert((a, b, oa, ob), shared);
         shared
-    }
-
-    /// Two strided slice views of one alias class, neither inside the other by `alias_of`,
-    /// that write a common byte at `step`.
-    fn sibling_views(&mut self, a: usize, b: usize, step: usize) -> bool {
-        let view = |e: &crate::emit::TensorEntry| e.strides.is_some() && e.alias_offset.is_some();
-        let (ea, eb) = (&self.table.tensors[a], &self.table.tensors[b]);
-        view(ea)
-            && view(eb)
-            && !self.descends(a, b)
-            && !self.descends(b, a)
-            && self.share(a, b, step)
     }
 
     /// Whether `a` reaches `b` by following `alias_of`.
