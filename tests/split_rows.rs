@@ -310,3 +310,141 @@ fn nodes_that_free_nothing_sink_to_their_reader() {
     let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
     assert_eq!(sunk(&typed.graph, &[0, 1, 2]), [1, 0, 2]);
 }
+
+/// The attention block as onnxruntime's extended optimisations leave it: the scores
+/// `MatMul` + `Div 2` fused into `FusedMatMul(qt, k, transB = 1, alpha = 0.5)` reading K as
+/// [1,2,S,4] (not transposed: transB swaps its last two axes).
+fn fused_attention(s: i64) -> ModelProto {
+    let mut m = attention(s);
+    m.opset_import
+        .push(onnx_memplan::onnx::proto::OperatorSetIdProto {
+            domain: Some("com.microsoft".into()),
+            version: Some(1),
+        });
+    let g = m.graph.as_mut().unwrap();
+    let ms = |mut n: onnx_memplan::onnx::proto::NodeProto| {
+        n.domain = Some("com.microsoft".into());
+        n
+    };
+    let attr = |name: &str, r#type, i: Option<i64>, f: Option<f32>| {
+        onnx_memplan::onnx::proto::AttributeProto {
+            name: Some(name.into()),
+            r#type: Some(r#type as i32),
+            i,
+            f,
+            ..Default::default()
+        }
+    };
+    use onnx_memplan::onnx::proto::attribute_proto::AttributeType;
+    for n in &mut g.node {
+        if n.output[0] == "kt" {
+            // K heads-first, rows kept: [1,2,S,4].
+            n.attribute = vec![perm(&[0, 2, 1, 3])];
+        }
+    }
+    let scores = g.node.iter().position(|n| n.output[0] == "scores").unwrap();
+    let mut fused = ms(node("FusedMatMul", &["qt", "kt"], &["scaled"]));
+    fused.attribute = vec![
+        attr("transB", AttributeType::Int, Some(1), None),
+        attr("alpha", AttributeType::Float, None, Some(0.5)),
+    ];
+    g.node[scores] = fused;
+    g.node
+        .retain(|n| n.output[0] != "scaled" || n.op_type() == "FusedMatMul");
+    g.initializer.retain(|t| t.name() != "scale");
+    m
+}
+
+/// The fused form blocks like the exporter's: the chain making Y along the token axis holds
+/// the FusedMatMul (query axis 2; K read whole), 12 nodes (the Div is gone); 4 blocks of 4
+/// query rows match the unsplit model in onnxruntime, and each block's scores are [1,2,4,16].
+#[test]
+fn onnxruntime_fused_attention_in_four_query_row_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("fused.onnx");
+    write_model(&fused_attention(16), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain =
+        row_chain(graph, &order, [0, order.len() - 1], 1, 17, &|_| true).expect("a row chain");
+    let ops: Vec<&str> = chain
+        .nodes
+        .iter()
+        .map(|&n| graph.nodes[n].op_type.as_str())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "MatMul",
+            "Add",
+            "Reshape",
+            "Transpose",
+            "FusedMatMul",
+            "Add",
+            "Softmax",
+            "MatMul",
+            "Transpose",
+            "Reshape",
+            "MatMul",
+            "Add"
+        ]
+    );
+    assert_eq!(chain.axes, [1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1]);
+    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &Span::parts(16, 4), "split1");
+    let split = dir.path().join("fused.split.onnx");
+    write_model(&rewritten.model, &split);
+    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
+    let scores: Vec<Vec<i64>> = blocked
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| n.op_type == "FusedMatMul")
+        .map(|n| {
+            onnx_memplan::split::rules::shape_of(&blocked.graph, n.outputs[0].unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(scores, vec![vec![1, 2, 4, 16]; 4]);
+    common::plans_and_matches(dir.path(), &original, &split);
+}
+
+/// A FusedMatMul that transposes A (or moves A's first axis behind its batch axes) reads A's
+/// columns for output rows: it ends a row chain rather than joining it. At 4 tokens A's last
+/// axis has the token axis's extent (4), so only the rule, not the extent check, keeps it out.
+#[test]
+fn fused_matmul_transposing_a_is_not_row_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("transa.onnx");
+    let mut m = fused_attention(4);
+    let g = m.graph.as_mut().unwrap();
+    for n in &mut g.node {
+        if n.op_type() == "FusedMatMul" {
+            n.attribute.push(onnx_memplan::onnx::proto::AttributeProto {
+                name: Some("transA".into()),
+                r#type: Some(onnx_memplan::onnx::proto::attribute_proto::AttributeType::Int as i32),
+                i: Some(1),
+                ..Default::default()
+            });
+            // A is now read transposed: feed it Q heads-first with rows last, [1,2,4,S].
+            n.input[0] = "qtt".into();
+        }
+    }
+    let mut qtt = node("Transpose", &["q4"], &["qtt"]);
+    qtt.attribute = vec![perm(&[0, 2, 3, 1])];
+    let at = g.node.iter().position(|n| n.output[0] == "qt").unwrap();
+    g.node.insert(at + 1, qtt);
+    write_model(&m, &path);
+    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain =
+        row_chain(graph, &order, [0, order.len() - 1], 1, 17, &|_| true).expect("a row chain");
+    assert!(
+        chain
+            .nodes
+            .iter()
+            .all(|&n| graph.nodes[n].op_type != "FusedMatMul"),
+        "{:?}",
+        chain.nodes
+    );
+}

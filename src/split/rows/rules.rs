@@ -118,6 +118,16 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
         }
         ("", name) if REDUCTIONS.contains(&name) => reduction(graph, node, &out_shape, axis),
         ("", "MatMul") => matmul(&input_shape(0)?, &input_shape(1)?, &out_shape, axis),
+        ("com.microsoft", "FusedMatMul") => {
+            // alpha · op(A) · op(B): with A neither transposed nor batch-transposed and B's
+            // batch axes in place, output rows and batches come from A's (and B's batch
+            // axes) as in MatMul; transB only swaps B's last two axes, which are read whole.
+            let plain = |name: &str| node.attr_int(name).unwrap_or(0) == 0;
+            if !(plain("transA") && plain("transBatchA") && plain("transBatchB")) {
+                return None;
+            }
+            matmul(&input_shape(0)?, &input_shape(1)?, &out_shape, axis)
+        }
         ("", "Gemm") => {
             if axis != 0 || node.attr_int("transA").unwrap_or(0) != 0 {
                 return None;
