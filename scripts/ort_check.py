@@ -707,6 +707,10 @@ def check_table_plan(model, table, res):
             res.bad("plan", f"{nm}: [{off}, {off + b}) outside arena {t['arena']} "
                             f"({arenas[t['arena']]} bytes)")
         partner = t.get("inplace_of") or t.get("alias_of")
+        if t.get("inplace_of") and t.get("alias_of") and t["alias_of"] in by_name:
+            # In place over its input and a view of a larger tensor (a Concat part written
+            # where the Concat's output lies): one group with both.
+            parent[find(nm)] = find(t["alias_of"])
         if partner:
             p = by_name.get(partner)
             if p is None or p.get("offset") is None:
