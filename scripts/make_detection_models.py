@@ -19,9 +19,9 @@ writes into OUT_DIR, with onnx.helper (opset 17, random weights, fixed seed):
   - if_count.onnx: If(count == 0) over the NonZero count of x [8] > 0, the then-branch x tiled
     [32], the else-branch the positive values [count]: both branches planned, at the larger;
 and manifest.json: per model the `cases` to run, each the input values replacing seeded
-normal floats (`k` for topk_k; for if_count inputs taking each branch), for
-scripts/ort_bounds.py, which checks every tensor's actual shape against the bound the table
-plans it at.
+normal floats: inputs whose counts fall below their bounds and inputs that reach them (for
+if_count, inputs taking each branch), for scripts/ort_bounds.py, which checks every tensor's
+actual shape against the bound the table plans it at and runs the plan inside its arena.
 """
 import argparse
 import json
@@ -202,6 +202,25 @@ def if_count(out):
           ints("none", 0)])
 
 
+def cases():
+    """Per model, inputs whose data-dependent counts fall below their bounds (the seeded
+    normal floats, {}, or sparse ones) and inputs that reach them."""
+    disjoint = [[2.0 * i, 0.0, 2.0 * i + 1.0, 1.0] for i in range(100)]  # no two overlap
+    return {
+        # Scores above the 1.5 threshold for every disjoint box: 10 per class, 3 classes.
+        "nms_head": [{}, {"boxes": disjoint, "scores": [2.0] * 300}],
+        "nonzero_gather": [{}, {"x": [1.0] * 32}],
+        "topk_k": [{"k": [7]}, {"k": [50]}],
+        # 5 positives (both counts below), about 100 (TopK at its 30), all 200.
+        "topk_min_k": [{"x": [1.0] * 5 + [-1.0] * 195}, {}, {"x": [1.0] * 200}],
+        "unique": [{}, {"x": [float(i) for i in range(20)]}],
+        "compress": [{}, {"x": [1.0] * 30}],
+        "loop_nonzero": [{}, {"x": [1.0] * 16}],
+        # No positive value (the then-branch runs), some, and all 8 (the else-branch).
+        "if_count": [{"x": [-1.0] * 8}, {"x": [1.0, -1.0] * 4}, {"x": [1.0] * 8}],
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
@@ -210,11 +229,7 @@ def main():
     for make in (nms_head, nonzero_gather, topk_k, topk_min_k, unique, compress, loop_nonzero,
                  if_count):
         make(a.out)
-    manifest = {
-        "topk_k.onnx": {"cases": [{"k": [7]}]},
-        # No positive value (the then-branch runs), some, and all 8 (the else-branch).
-        "if_count.onnx": {"cases": [{"x": [-1.0] * 8}, {"x": [1.0, -1.0] * 4}, {"x": [1.0] * 8}]},
-    }
+    manifest = {f"{name}.onnx": {"cases": c} for name, c in cases().items()}
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

@@ -1,8 +1,9 @@
 //! Data-dependent sizes (NonMaxSuppression, NonZero, TopK with a run-time k, Unique, Compress,
 //! a Loop over a NonZero count) planned at their proven bounds: the hand-worked NMS head, a
 //! tampered table refused, and the detection-style models of scripts/make_detection_models.py
-//! run in onnxruntime (scripts/ort_bounds.py: every actual shape within the planned one,
-//! outputs unchanged), among them an `If` decided by a count, whose both branches are planned.
+//! run in onnxruntime and inside their arena, with counts below and at their bounds
+//! (scripts/ort_bounds.py: every actual shape within the planned one, outputs unchanged),
+//! among them an `If` decided by a count, whose both branches are planned.
 
 mod common;
 
