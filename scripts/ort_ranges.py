@@ -11,19 +11,17 @@ shapes and bytes of every tensor, bit-identical outputs, the table's own consist
 plan run for real inside its arenas at the table's offsets). Exits 1 if
 any run failed.
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_cli import parser  # noqa: E402
+
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
+    a = parser(__doc__).parse_args()
     with open(os.path.join(a.dir, "ranges.json")) as f:
         manifest = json.load(f)
     check = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort_check.py")
