@@ -133,7 +133,7 @@ impl Outputs {
     }
 
     /// Names every staged file, in the order staged, one right after the other: on Linux in a
-    /// detached child process (see [`super::detached_commit`]), so that killing the command
+    /// detached child process (the `detached_commit` module), so that killing the command
     /// cannot stop the burst half-way.
     pub fn commit(mut self) -> Result<()> {
         // The files being replaced stay open until every name is in place, so the burst of
