@@ -84,22 +84,25 @@ pub fn outside_peak(live: &[u64], [start, end]: [usize; 2]) -> u64 {
         .unwrap_or(0)
 }
 
-/// Bytes the plan holds at some step of `from..=to` in tensors of their own (no aliases)
-/// that `nodes` (a chain about to be split) do not make: what stays live around the chain.
+/// Bytes the plan holds at some step of `from..=to` that `nodes` (a chain about to be split)
+/// do not make: what stays live around the chain. Every byte range is counted once (the union
+/// of the ranges, as in [`live_bytes`]), so a tensor written in place of another or aliasing
+/// one counts with the bytes it shares, whichever of them is live there.
 pub fn crossing(graph: &Graph, table: &Table, nodes: &[NodeId], [from, to]: [usize; 2]) -> u64 {
     let made: HashSet<&str> = nodes
         .iter()
         .filter_map(|&n| graph.nodes[n].outputs[0])
         .map(|v| graph.values[v].name.as_str())
         .collect();
-    table
+    let mut ranges: Vec<(usize, u64, u64)> = table
         .tensors
         .iter()
-        .filter(|t| t.first <= to && from <= t.last && t.offset.is_some())
-        .filter(|t| t.inplace_of.is_none() && t.alias_of.is_none())
-        .filter(|t| !made.contains(t.name.as_str()))
-        .filter_map(|t| t.bytes)
-        .sum()
+        .filter(|t| t.first <= to && from <= t.last && !made.contains(t.name.as_str()))
+        .filter_map(|t| Some((t.arena?, t.offset?, t.offset? + t.bytes?)))
+        .filter(|r| r.2 > r.1)
+        .collect();
+    ranges.sort_unstable();
+    union_bytes(ranges)
 }
 
 /// The estimated arena once the chain (steps `start..=end` of the plan) runs tile by tile:

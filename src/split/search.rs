@@ -290,6 +290,12 @@ fn candidates(
             }),
     );
     found.sort_by_key(|c| (c.estimate, c.inside, c.extra_macs(), c.start, c.len()));
+    // Chains of one run that differ by a node that changes nothing (estimates and extra MACs
+    // equal) plan alike: the trials go to the first of them and to other chains.
+    found.dedup_by(|b, a| {
+        matches!((&a.cut, &b.cut), (Cut::Tiles(..), Cut::Tiles(..)))
+            && (a.estimate, a.inside, a.extra_macs()) == (b.estimate, b.inside, b.extra_macs())
+    });
     found
 }
 
