@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::{compare_in_onnxruntime, float_info, float_init, model, node, write_model};
+use common::{compare_in_onnxruntime, float_info, float_init, model, node, wave_init, write_model};
 use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribute_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
@@ -49,14 +49,6 @@ fn conv(
     n
 }
 
-fn weights(name: &str, dims: &[i64], seed: f32) -> onnx_memplan::onnx::proto::TensorProto {
-    let n: i64 = dims.iter().product();
-    let values: Vec<f32> = (0..n)
-        .map(|i| ((i as f32 + seed) * 0.7).sin() * 0.5)
-        .collect();
-    float_init(name, dims, &values)
-}
-
 fn residual_chain() -> ModelProto {
     model(GraphProto {
         name: Some("residual_chain".into()),
@@ -70,9 +62,9 @@ fn residual_chain() -> ModelProto {
         input: vec![float_info("x", &[1, 2, 16, 16])],
         output: vec![float_info("y", &[1, 4, 8, 8])],
         initializer: vec![
-            weights("w1", &[4, 2, 3, 3], 1.0),
-            weights("w2", &[4, 4, 3, 3], 2.0),
-            weights("w3", &[4, 4, 3, 3], 3.0),
+            wave_init("w1", &[4, 2, 3, 3], 1.0),
+            wave_init("w2", &[4, 4, 3, 3], 2.0),
+            wave_init("w3", &[4, 4, 3, 3], 3.0),
         ],
         ..Default::default()
     })
@@ -93,9 +85,9 @@ fn wide_chain() -> ModelProto {
         input: vec![float_info("x", &[1, 3, 64, 64])],
         output: vec![float_info("y", &[1, 8, 16, 16])],
         initializer: vec![
-            weights("w1", &[32, 3, 3, 3], 1.0),
-            weights("w2", &[32, 32, 3, 3], 2.0),
-            weights("w3", &[8, 32, 3, 3], 3.0),
+            wave_init("w1", &[32, 3, 3, 3], 1.0),
+            wave_init("w2", &[32, 32, 3, 3], 2.0),
+            wave_init("w3", &[8, 32, 3, 3], 3.0),
         ],
         ..Default::default()
     })
@@ -233,7 +225,7 @@ fn forms() -> Vec<Form> {
         n.attribute = attrs;
         n
     };
-    let w = |c_in: i64, k: i64| vec![weights("wf", &[4, c_in, k, k], 5.0)];
+    let w = |c_in: i64, k: i64| vec![wave_init("wf", &[4, c_in, k, k], 5.0)];
     vec![
         Form {
             name: "depthwise SAME_UPPER stride 2",
@@ -264,7 +256,10 @@ fn forms() -> Vec<Form> {
                 &["x", "wf", "bf"],
                 vec![ints("dilations", &[2, 2]), ints("pads", &[2, 1, 0, 3])],
             ),
-            inits: vec![weights("wf", &[4, 4, 3, 3], 6.0), weights("bf", &[4], 7.0)],
+            inits: vec![
+                wave_init("wf", &[4, 4, 3, 3], 6.0),
+                wave_init("bf", &[4], 7.0),
+            ],
         },
         Form {
             name: "VALID stride 2 kernel 2",
@@ -322,9 +317,9 @@ fn forms() -> Vec<Form> {
                 Vec::new(),
             ),
             inits: vec![
-                weights("bn_s", &[4], 1.0),
-                weights("bn_b", &[4], 2.0),
-                weights("bn_m", &[4], 3.0),
+                wave_init("bn_s", &[4], 1.0),
+                wave_init("bn_b", &[4], 2.0),
+                wave_init("bn_m", &[4], 3.0),
                 float_init("bn_v", &[4], &[0.5, 1.0, 1.5, 2.0]),
             ],
         },
@@ -339,8 +334,8 @@ fn every_window_form_tiles_exactly() {
     let dir = tempfile::tempdir().unwrap();
     for (i, form) in forms().into_iter().enumerate() {
         let mut inits = form.inits;
-        inits.push(weights("wl", &[4, 8, 3, 3], 9.0));
-        inits.push(weights("scale", &[8, 1, 1], 4.0));
+        inits.push(wave_init("wl", &[4, 8, 3, 3], 9.0));
+        inits.push(wave_init("scale", &[8, 1, 1], 4.0));
         let mut last = conv("m", "wl", "y", 1);
         last.name = Some("last".into());
         let graph = GraphProto {
@@ -410,8 +405,8 @@ fn expanding_chain() -> ModelProto {
         input: vec![float_info("x", &[1, 4, 32, 32])],
         output: vec![float_info("z", &[1, 64, 1, 1])],
         initializer: vec![
-            weights("w1", &[16, 4, 3, 3], 1.0),
-            weights("w2", &[64, 16, 3, 3], 2.0),
+            wave_init("w1", &[16, 4, 3, 3], 1.0),
+            wave_init("w2", &[64, 16, 3, 3], 2.0),
         ],
         ..Default::default()
     })

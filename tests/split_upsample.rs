@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{compare_in_onnxruntime, float_info, float_init, int_init, model, node, write_model};
+use common::{
+    compare_in_onnxruntime, float_info, float_init, int_init, model, node, wave_init, write_model,
+};
 use onnx_memplan::onnx::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, attribute_proto,
 };
@@ -58,14 +60,6 @@ fn conv(input: &str, weight: &str, output: &str) -> NodeProto {
         output,
         vec![ints("kernel_shape", &[3, 3]), ints("pads", &[1, 1, 1, 1])],
     )
-}
-
-fn weights(name: &str, dims: &[i64], seed: f32) -> TensorProto {
-    let n: i64 = dims.iter().product();
-    let values: Vec<f32> = (0..n)
-        .map(|i| ((i as f32 + seed) * 0.7).sin() * 0.5)
-        .collect();
-    float_init(name, dims, &values)
 }
 
 /// A model of `nodes` reading `x` of `input` shape and writing `y`, at `opset`; the output's
@@ -150,8 +144,8 @@ fn resize_nearest_chain_in_2x2_tiles() {
             conv("u", "w2", "y"),
         ],
         vec![
-            weights("w1", &[4, 3, 3, 3], 1.0),
-            weights("w2", &[4, 4, 3, 3], 2.0),
+            wave_init("w1", &[4, 3, 3, 3], 1.0),
+            wave_init("w2", &[4, 4, 3, 3], 2.0),
             float_init("sc", &[4], &[1.0, 1.0, 2.0, 2.0]),
         ],
         &[1, 3, 10, 12],
@@ -196,8 +190,8 @@ fn resize_bilinear_half_pixel_chain_in_3x2_tiles() {
             conv("u", "w2", "y"),
         ],
         vec![
-            weights("w1", &[4, 3, 3, 3], 1.0),
-            weights("w2", &[4, 4, 3, 3], 2.0),
+            wave_init("w1", &[4, 3, 3, 3], 1.0),
+            wave_init("w2", &[4, 4, 3, 3], 2.0),
             int_init("sz", &[4], &[1, 4, 18, 14]),
         ],
         &[1, 3, 9, 7],
@@ -291,8 +285,8 @@ fn every_resize_form_tiles_exactly() {
         let mut resize_inputs = vec!["c"];
         resize_inputs.extend(inputs.iter().copied());
         let mut inits = vec![
-            weights("w1", &[4, 3, 3, 3], 1.0),
-            weights("w2", &[4, 4, 3, 3], 2.0),
+            wave_init("w1", &[4, 3, 3, 3], 1.0),
+            wave_init("w2", &[4, 4, 3, 3], 2.0),
             init,
         ];
         if inputs.contains(&"roi") {
@@ -384,9 +378,9 @@ fn conv_transpose_chain_in_2x2_tiles() {
             conv("u", "w2", "y"),
         ],
         vec![
-            weights("wt", &[4, 2, 2, 2], 1.0),
-            weights("bt", &[4], 3.0),
-            weights("w2", &[4, 4, 3, 3], 2.0),
+            wave_init("wt", &[4, 2, 2, 2], 1.0),
+            wave_init("bt", &[4], 3.0),
+            wave_init("w2", &[4, 4, 3, 3], 2.0),
         ],
         &[1, 4, 6, 5],
         17,
@@ -435,8 +429,8 @@ fn overlapping_conv_transpose_forms_tile_exactly() {
                 conv("u", "w2", "y"),
             ],
             vec![
-                weights("wt", &[4, 4, k, k], 1.0),
-                weights("w2", &[4, 4, 3, 3], 2.0),
+                wave_init("wt", &[4, 4, k, k], 1.0),
+                wave_init("w2", &[4, 4, 3, 3], 2.0),
             ],
             &[1, 4, 7, 6],
             17,
@@ -456,7 +450,7 @@ fn overlapping_conv_transpose_forms_tile_exactly() {
     {
         let m = graph_model(
             vec![with("ConvTranspose", &["x", "wt"], "y", attrs)],
-            vec![weights("wt", &[4, 4, 2, 2], 1.0)],
+            vec![wave_init("wt", &[4, 4, 2, 2], 1.0)],
             &[1, 4, 7, 6],
             17,
         );
@@ -501,8 +495,8 @@ fn chain_with_an_intermediate_read_after_it() {
             },
         ],
         vec![
-            weights("w1", &[4, 3, 3, 3], 1.0),
-            weights("w2", &[4, 4, 3, 3], 2.0),
+            wave_init("w1", &[4, 3, 3, 3], 1.0),
+            wave_init("w2", &[4, 4, 3, 3], 2.0),
             float_init("sc", &[4], &[1.0, 1.0, 2.0, 2.0]),
         ],
         &[1, 3, 16, 16],

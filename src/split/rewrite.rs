@@ -112,6 +112,16 @@ pub fn rewrite(
             );
             let mut attribute = source.attribute.clone();
             match (&chain.rules[k], pads) {
+                (Rule::Window(_), Some([hb, wb, he, we])) if node.op_type == "Pad" => {
+                    // Pad lists every axis's begin, then every axis's end (N and C unpadded).
+                    let all = vec![0, 0, hb, wb, 0, 0, he, we];
+                    if inputs.len() == 1 {
+                        attribute.retain(|a| a.name() != "pads" && a.name() != "paddings");
+                        attribute.push(ints_attribute("pads", all));
+                    } else {
+                        inputs[1] = b.constant(all);
+                    }
+                }
                 (Rule::Window(_), Some(p)) => {
                     attribute.retain(|a| a.name() != "pads" && a.name() != "auto_pad");
                     attribute.push(ints_attribute("pads", p.to_vec()));

@@ -13,8 +13,9 @@ pub enum Rule {
     /// operators (any input may instead broadcast along H and W and is then read whole),
     /// BatchNormalization (input 0 only), Concat along channels (every input).
     Pointwise(Inputs),
-    /// A sliding window over input 0 (Conv in every form, MaxPool, AveragePool); weights and
-    /// bias are read whole.
+    /// A sliding window over input 0 (Conv in every form, MaxPool, AveragePool; a constant
+    /// `Pad` of H and W is a 1×1 window that computes nothing); weights, bias and the pad
+    /// amounts are read whole.
     Window(Window),
     /// An upsampling of input 0 (Resize by whole factors, ConvTranspose): each tile runs it
     /// on the input its part needs and crops the part; the other inputs are read whole.
@@ -130,6 +131,7 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     match op {
         _ if fused_conv => window(graph, node).map(Rule::Window),
         "Conv" | "MaxPool" | "AveragePool" => window(graph, node).map(Rule::Window),
+        "Pad" => pad(graph, node).map(Rule::Window),
         "Resize" => upsample::resize(graph, node).map(Rule::Upsample),
         "ConvTranspose" => upsample::conv_transpose(graph, node).map(Rule::Upsample),
         "BatchNormalization" if node.attr_int("training_mode").unwrap_or(0) == 0 => {
@@ -217,6 +219,43 @@ fn window(graph: &Graph, node: &Node) -> Option<Window> {
         dilations,
         pads_begin,
         pads_end,
+    })
+}
+
+/// The pads of a `Pad` node as ONNX lists them (begin of every axis, then end of every axis):
+/// the `pads` attribute before opset 11 (the form with one input), else the constant input 1.
+fn pad_amounts(graph: &Graph, node: &Node) -> Option<Vec<i64>> {
+    if node.inputs.len() == 1 {
+        return node
+            .attr_ints("pads")
+            .or_else(|| node.attr_ints("paddings"))
+            .map(<[i64]>::to_vec);
+    }
+    let v = node.inputs.get(1).copied().flatten()?;
+    graph.values[v].constant.as_ref()?.to_i64_vec()
+}
+
+/// A constant-mode `Pad` of a rank-4 tensor on H and W only (no `axes` input, no negative pads)
+/// as a window: output position p reads input position p − begin, the positions outside the
+/// input being the padding. A tile copy pads only where it touches the border.
+fn pad(graph: &Graph, node: &Node) -> Option<Window> {
+    let mode = node.attr_string("mode").unwrap_or_default();
+    if !(mode.is_empty() || mode == "constant") || node.inputs.get(3).copied().flatten().is_some() {
+        return None;
+    }
+    let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
+    let &[nb, cb, hb, wb, ne, ce, he, we] = pad_amounts(graph, node)?.as_slice() else {
+        return None;
+    };
+    if input.len() != 4 || [nb, cb, ne, ce] != [0; 4] || [hb, wb, he, we].iter().any(|&p| p < 0) {
+        return None;
+    }
+    Some(Window {
+        kernel: [1, 1],
+        strides: [1, 1],
+        dilations: [1, 1],
+        pads_begin: [hb, wb],
+        pads_end: [he, we],
     })
 }
 

@@ -63,6 +63,9 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
             tiles.push(propagate(chain, [i, j], [r, c], extra)?);
         }
     }
+    if tiles.iter().any(|t| reads_only_padding(graph, chain, t)) {
+        return None;
+    }
     let mut halo = vec![0; chain.nodes.len()];
     let mut extra_macs = 0u64;
     for (k, &id) in chain.nodes.iter().enumerate() {
@@ -84,6 +87,20 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
         tiles,
         extra_macs,
         halo,
+    })
+}
+
+/// True when a node of the tile reads nothing but padding along an axis (a tile within a
+/// `Pad`'s border): its copy would read an empty slice.
+fn reads_only_padding(graph: &Graph, chain: &Chain, tile: &Tile) -> bool {
+    chain.nodes.iter().enumerate().any(|(k, &id)| {
+        let inputs = &graph.nodes[id].inputs;
+        tile.reads[k].iter().zip(inputs).any(|(read, input)| {
+            let (Some(r), Some(s)) = (read, input.and_then(|v| shape_of(graph, v))) else {
+                return false;
+            };
+            s.len() == 4 && (r[0].clip(s[2]).is_empty() || r[1].clip(s[3]).is_empty())
+        })
     })
 }
 

@@ -135,6 +135,28 @@ pub fn with_int(mut node: NodeProto, name: &str, value: i64) -> NodeProto {
     node
 }
 
+/// `node` with an integer-list attribute added.
+pub fn with_ints(mut node: NodeProto, name: &str, values: &[i64]) -> NodeProto {
+    node.attribute
+        .push(onnx_memplan::onnx::proto::AttributeProto {
+            name: Some(name.into()),
+            r#type: Some(7),
+            ints: values.to_vec(),
+            ..Default::default()
+        });
+    node
+}
+
+/// A float initializer of deterministic values in [-0.5, 0.5] (a sine of the index, shifted
+/// by `seed`), for weights whose exact values do not matter.
+pub fn wave_init(name: &str, dims: &[i64], seed: f32) -> TensorProto {
+    let n: i64 = dims.iter().product();
+    let values: Vec<f32> = (0..n)
+        .map(|i| ((i as f32 + seed) * 0.7).sin() * 0.5)
+        .collect();
+    float_init(name, dims, &values)
+}
+
 /// A model around a graph, default opset 17.
 pub fn model(graph: GraphProto) -> ModelProto {
     ModelProto {
