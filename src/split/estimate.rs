@@ -105,96 +105,143 @@ pub fn crossing(graph: &Graph, table: &Table, nodes: &[NodeId], [from, to]: [usi
     union_bytes(ranges)
 }
 
-/// The estimated arena once the chain (steps `start..=end` of the plan) runs tile by tile:
-/// the peak outside the chain, or what crosses into the chain plus one tile's working set
-/// plus the outputs, which the tiles' results fill in place (strided views). Returns that
-/// estimate and the chain's own part (without the peak outside), which ranks chains whose
-/// estimates the peak outside makes equal.
-pub fn estimate(
-    graph: &Graph,
-    table: &Table,
-    live: &[u64],
-    chain: &Chain,
-    tiling: &Tiling,
-    [start, end]: [usize; 2],
-) -> (u64, u64) {
-    let outside = outside_peak(live, [start, end]);
-    let crossing = crossing(graph, table, &chain.nodes, [start, start]);
-    let output: u64 = chain
-        .extra
-        .iter()
-        .chain([&chain.last])
-        .map(|&k| {
-            let s = chain.shapes[k];
-            let v = graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output");
-            bytes_of(graph, v, (s[2] * s[3]) as u64)
-        })
-        .sum();
-    let working = tiling
-        .tiles
-        .iter()
-        .map(|t| tile_peak(graph, chain, t))
-        .max()
-        .unwrap_or(0);
-    let inside = crossing + working + output;
-    (outside.max(inside), inside)
+/// The estimated arena once a chain (steps `start..=end` of the plan) runs tile by tile, for
+/// any of its tilings: what does not depend on the grid is worked out once.
+pub struct ChainEstimate {
+    /// The peak of live bytes outside the chain.
+    outside: u64,
+    /// What crosses into the chain plus its outputs, which the tiles' results fill in place
+    /// (strided views).
+    fixed: u64,
+    /// For each chain node, the last chain node reading its output.
+    last_use: Vec<usize>,
+    /// For each chain node, its output's element type and elements per position (N × C).
+    out: Vec<Option<PerPosition>>,
+    /// For each chain node and input read per tile, the input's sizes and its H and W.
+    inputs: Vec<Vec<Option<SpatialInput>>>,
 }
 
-/// The most bytes one tile holds at once: its live intermediates, the slices a node reads and
-/// the node's output.
-fn tile_peak(graph: &Graph, chain: &Chain, tile: &Tile) -> u64 {
-    let n = chain.nodes.len();
-    let mut last_use = vec![0; n];
-    for (k, reads) in chain.reads.iter().enumerate() {
-        for read in reads {
-            if let Read::Inside(j) = *read {
-                last_use[j] = k;
-            }
-        }
-    }
-    let held = |k: usize| {
-        let out = graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output");
-        bytes_of(graph, out, area(tile.computed[k]) as u64)
-    };
-    let (mut live, mut peak) = (0u64, 0u64);
-    for k in 0..n {
-        let node = &graph.nodes[chain.nodes[k]];
-        let mut slices = 0;
-        for (i, read) in chain.reads[k].iter().enumerate() {
-            let (Some(need), Some(v)) = (tile.reads[k][i], node.inputs[i]) else {
-                continue;
-            };
-            let Some(s) = shape_of(graph, v) else {
-                continue;
-            };
-            let want = [need[0].clip(s[2]), need[1].clip(s[3])];
-            let source = match *read {
-                Read::Inside(j) => tile.computed[j],
-                _ => full(s[2], s[3]),
-            };
-            if want != source {
-                slices += bytes_of(graph, v, area(want) as u64);
-            }
-        }
-        let out = held(k);
-        peak = peak.max(live + slices + out);
-        live += out;
-        for (j, _) in last_use
+/// An element type and a number of elements per spatial position.
+type PerPosition = (crate::ir::DType, u64);
+
+/// A spatial input's sizes and its H and W.
+type SpatialInput = (PerPosition, [i64; 2]);
+
+impl ChainEstimate {
+    /// The grid-independent parts of the chain's estimates.
+    pub fn new(
+        graph: &Graph,
+        table: &Table,
+        live: &[u64],
+        chain: &Chain,
+        [start, end]: [usize; 2],
+    ) -> ChainEstimate {
+        let output: u64 = chain
+            .extra
             .iter()
-            .enumerate()
-            .filter(|&(j, &u)| u == k && j < k)
-        {
-            live -= held(j);
+            .chain([&chain.last])
+            .map(|&k| {
+                let s = chain.shapes[k];
+                let v = graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output");
+                bytes(per_position(graph, v), (s[2] * s[3]) as u64)
+            })
+            .sum();
+        let mut last_use = vec![0; chain.nodes.len()];
+        for (k, reads) in chain.reads.iter().enumerate() {
+            for read in reads {
+                if let Read::Inside(j) = *read {
+                    last_use[j] = k;
+                }
+            }
+        }
+        ChainEstimate {
+            outside: outside_peak(live, [start, end]),
+            fixed: crossing(graph, table, &chain.nodes, [start, start]) + output,
+            last_use,
+            out: chain
+                .nodes
+                .iter()
+                .map(|&n| per_position(graph, graph.nodes[n].outputs[0]?))
+                .collect(),
+            inputs: chain
+                .nodes
+                .iter()
+                .zip(&chain.reads)
+                .map(|(&n, reads)| {
+                    reads
+                        .iter()
+                        .zip(&graph.nodes[n].inputs)
+                        .map(|(read, &v)| {
+                            let v =
+                                v.filter(|_| matches!(read, Read::Inside(_) | Read::Outside))?;
+                            let s = shape_of(graph, v)?;
+                            Some((per_position(graph, v)?, [*s.get(2)?, *s.get(3)?]))
+                        })
+                        .collect()
+                })
+                .collect(),
         }
     }
-    peak
+
+    /// The estimated arena with `tiling`: the peak outside the chain, or what crosses into the
+    /// chain plus one tile's working set plus the outputs. Returns that estimate and the
+    /// chain's own part (without the peak outside), which ranks chains whose estimates the
+    /// peak outside makes equal.
+    pub fn of(&self, chain: &Chain, tiling: &Tiling) -> (u64, u64) {
+        let working = tiling
+            .tiles
+            .iter()
+            .map(|t| self.tile_peak(chain, t))
+            .max()
+            .unwrap_or(0);
+        let inside = self.fixed + working;
+        (self.outside.max(inside), inside)
+    }
+
+    /// The most bytes one tile holds at once: its live intermediates, the slices a node reads
+    /// and the node's output.
+    fn tile_peak(&self, chain: &Chain, tile: &Tile) -> u64 {
+        let held = |k: usize| bytes(self.out[k], area(tile.computed[k]) as u64);
+        let (mut live, mut peak) = (0u64, 0u64);
+        for k in 0..chain.nodes.len() {
+            let mut slices = 0;
+            for (i, read) in chain.reads[k].iter().enumerate() {
+                let (Some(need), Some((sizes, [h, w]))) = (tile.reads[k][i], self.inputs[k][i])
+                else {
+                    continue;
+                };
+                let want = [need[0].clip(h), need[1].clip(w)];
+                let source = match *read {
+                    Read::Inside(j) => tile.computed[j],
+                    _ => full(h, w),
+                };
+                if want != source {
+                    slices += bytes(Some(sizes), area(want) as u64);
+                }
+            }
+            let out = held(k);
+            peak = peak.max(live + slices + out);
+            live += out;
+            for (j, _) in self
+                .last_use
+                .iter()
+                .enumerate()
+                .filter(|&(j, &u)| u == k && j < k)
+            {
+                live -= held(j);
+            }
+        }
+        peak
+    }
 }
 
-/// Bytes of `positions` rows × columns of a rank-4 value (all batches and channels).
-fn bytes_of(graph: &Graph, value: ValueId, positions: u64) -> u64 {
-    let (Some(t), Some(s)) = (graph.values[value].tensor_type(), shape_of(graph, value)) else {
-        return 0;
-    };
-    let per_position = s.iter().take(2).product::<i64>().max(0) as u64;
-    t.dtype.bytes_for(per_position * positions).unwrap_or(0)
+/// The element type and elements per spatial position (N × C) of a rank-4 value.
+fn per_position(graph: &Graph, value: ValueId) -> Option<PerPosition> {
+    let (t, s) = (graph.values[value].tensor_type()?, shape_of(graph, value)?);
+    Some((t.dtype, s.iter().take(2).product::<i64>().max(0) as u64))
+}
+
+/// Bytes of `positions` positions of a value of `sizes`.
+fn bytes(sizes: Option<PerPosition>, positions: u64) -> u64 {
+    sizes.map_or(0, |(dtype, n)| dtype.bytes_for(n * positions).unwrap_or(0))
 }

@@ -8,12 +8,12 @@ use anyhow::Result;
 
 use super::SplitOptions;
 use super::chain::{Chain, chains_around};
-use super::estimate::{estimate, live_bytes, step_operands};
+use super::estimate::{ChainEstimate, live_bytes, step_operands};
 use super::macs::graph_macs;
 use super::rewrite::rewrite;
 use super::rows::rewrite::rewrite_rows;
 use super::rows::{self, Blocking};
-use super::tiling::{Tiling, tile};
+use super::tiling::{Tiling, tile_within};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitsInfo};
 use crate::onnx::proto::ModelProto;
 use crate::pipeline::Planned;
@@ -252,16 +252,13 @@ fn candidates(
                 continue;
             }
             let mut best: Option<Candidate> = None;
+            let estimates = ChainEstimate::new(graph, &planned.table, &live, &chain, [start, end]);
             for [rows, cols] in grids(fine) {
                 {
-                    let Some(tiling) = tile(graph, &chain, [rows, cols]) else {
+                    let Some(tiling) = tile_within(graph, &chain, [rows, cols], allowance) else {
                         continue;
                     };
-                    if tiling.extra_macs > allowance {
-                        continue;
-                    }
-                    let (estimate, inside) =
-                        estimate(graph, &planned.table, &live, &chain, &tiling, [start, end]);
+                    let (estimate, inside) = estimates.of(&chain, &tiling);
                     let better = best.as_ref().is_none_or(|b| {
                         (estimate, inside, tiling.extra_macs)
                             < (b.estimate, b.inside, b.extra_macs())

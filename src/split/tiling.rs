@@ -3,7 +3,7 @@
 
 use super::chain::{Chain, Read};
 use super::macs::{conv_macs_per_position, input_macs_per_position};
-use super::region::{Region, Span, area, full, hull};
+use super::region::{Region, Span, full, hull};
 use super::rules::{Rule, shape_of};
 use crate::ir::Graph;
 
@@ -43,6 +43,19 @@ pub struct Tiling {
 /// Cuts the chain's output into `grid` near-equal parts and derives every tile's regions;
 /// `None` when the output has fewer rows or columns than the grid asks.
 pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
+    tile_within(graph, chain, grid, u64::MAX)
+}
+
+/// [`tile`], also `None` when the tiles would recompute more than `max_macs`. Rows and
+/// columns propagate independently (every rule maps rows to rows and columns to columns), so
+/// the regions of the grid's `rows + cols` strips give every tile's and the extra MACs
+/// before any tile is built.
+pub fn tile_within(
+    graph: &Graph,
+    chain: &Chain,
+    grid: [usize; 2],
+    max_macs: u64,
+) -> Option<Tiling> {
     let out = chain.shapes[chain.last];
     let (h, w) = (out[2], out[3]);
     if grid[0] as i64 > h || grid[1] as i64 > w || grid.contains(&0) {
@@ -56,32 +69,75 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
         let s = chain.shapes[k];
         extra_rows.push([scaled(&rows, h, s[2])?, scaled(&cols, w, s[3])?]);
     }
-    let mut tiles = Vec::with_capacity(grid[0] * grid[1]);
-    for (i, &r) in rows.iter().enumerate() {
-        for (j, &c) in cols.iter().enumerate() {
-            let extra = extra_rows.iter().map(|[er, ec]| [er[i], ec[j]]).collect();
-            tiles.push(propagate(chain, [i, j], [r, c], extra)?);
-        }
-    }
-    if tiles.iter().any(|t| reads_only_padding(graph, chain, t)) {
-        return None;
-    }
+    // Row strips (every column) and column strips (every row).
+    let whole = |k: usize| full(chain.shapes[k][2], chain.shapes[k][3]);
+    let strips = |axis: usize, spans: &[Span]| -> Option<Vec<Tile>> {
+        spans
+            .iter()
+            .enumerate()
+            .map(|(i, &span)| {
+                let mut part = full(h, w);
+                part[axis] = span;
+                let extra = chain
+                    .extra
+                    .iter()
+                    .zip(&extra_rows)
+                    .map(|(&k, parts)| {
+                        let mut r = whole(k);
+                        r[axis] = parts[axis][i];
+                        r
+                    })
+                    .collect();
+                let mut at = [0, 0];
+                at[axis] = i;
+                let tile = propagate(chain, at, part, extra)?;
+                (!reads_only_padding(graph, chain, &tile, axis)).then_some(tile)
+            })
+            .collect()
+    };
+    let row_strips = strips(0, &rows)?;
+    let col_strips = strips(1, &cols)?;
+    let total = |strips: &[Tile], axis: usize, k: usize| -> i64 {
+        strips.iter().map(|t| t.computed[k][axis].len()).sum()
+    };
     let mut halo = vec![0; chain.nodes.len()];
     let mut extra_macs = 0u64;
     for (k, &id) in chain.nodes.iter().enumerate() {
         let s = chain.shapes[k];
-        let computed: i64 = tiles.iter().map(|t| area(t.computed[k])).sum();
-        halo[k] = computed - s[2] * s[3];
+        halo[k] = total(&row_strips, 0, k) * total(&col_strips, 1, k) - s[2] * s[3];
         let node = &graph.nodes[id];
-        extra_macs += conv_macs_per_position(graph, node) * halo[k].max(0) as u64;
+        extra_macs =
+            extra_macs.saturating_add(conv_macs_per_position(graph, node) * halo[k].max(0) as u64);
         if let (Rule::Upsample(_), Some(input)) = (&chain.rules[k], node.inputs[0]) {
             // A ConvTranspose's work follows the input positions each copy reads.
             let s = shape_of(graph, input).unwrap_or_default();
-            let read: i64 = tiles.iter().filter_map(|t| t.reads[k][0]).map(area).sum();
+            let read = |strips: &[Tile], axis: usize| -> i64 {
+                strips
+                    .iter()
+                    .filter_map(|t| t.reads[k][0])
+                    .map(|r| r[axis].len())
+                    .sum()
+            };
+            let read = read(&row_strips, 0) * read(&col_strips, 1);
             let whole = s.get(2..4).map_or(0, |d| d[0] * d[1]);
-            extra_macs += input_macs_per_position(graph, node) * (read - whole).max(0) as u64;
+            extra_macs = extra_macs.saturating_add(
+                input_macs_per_position(graph, node) * (read - whole).max(0) as u64,
+            );
         }
     }
+    if extra_macs > max_macs {
+        return None;
+    }
+    let tiles = row_strips
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            col_strips
+                .iter()
+                .enumerate()
+                .map(move |(j, c)| cross(r, c, [i, j]))
+        })
+        .collect();
     Some(Tiling {
         grid,
         tiles,
@@ -90,16 +146,42 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
     })
 }
 
-/// True when a node of the tile reads nothing but padding along an axis (a tile within a
-/// `Pad`'s border): its copy would read an empty slice.
-fn reads_only_padding(graph: &Graph, chain: &Chain, tile: &Tile) -> bool {
+/// The tile at `at` from its row strip's rows and its column strip's columns.
+fn cross(row: &Tile, col: &Tile, at: [usize; 2]) -> Tile {
+    let pair = |r: Region, c: Region| [r[0], c[1]];
+    let pairs = |r: &[Region], c: &[Region]| -> Vec<Region> {
+        r.iter().zip(c).map(|(&r, &c)| pair(r, c)).collect()
+    };
+    Tile {
+        at,
+        part: pair(row.part, col.part),
+        computed: pairs(&row.computed, &col.computed),
+        produced: pairs(&row.produced, &col.produced),
+        extra_parts: pairs(&row.extra_parts, &col.extra_parts),
+        reads: row
+            .reads
+            .iter()
+            .zip(&col.reads)
+            .map(|(r, c)| {
+                r.iter()
+                    .zip(c)
+                    .map(|(r, c)| Some(pair((*r)?, (*c)?)))
+                    .collect()
+            })
+            .collect(),
+    }
+}
+
+/// True when a node of the strip reads nothing but padding along `axis` (a strip within a
+/// `Pad`'s border): its copies would read empty slices.
+fn reads_only_padding(graph: &Graph, chain: &Chain, strip: &Tile, axis: usize) -> bool {
     chain.nodes.iter().enumerate().any(|(k, &id)| {
         let inputs = &graph.nodes[id].inputs;
-        tile.reads[k].iter().zip(inputs).any(|(read, input)| {
+        strip.reads[k].iter().zip(inputs).any(|(read, input)| {
             let (Some(r), Some(s)) = (read, input.and_then(|v| shape_of(graph, v))) else {
                 return false;
             };
-            s.len() == 4 && (r[0].clip(s[2]).is_empty() || r[1].clip(s[3]).is_empty())
+            s.len() == 4 && r[axis].clip(s[2 + axis]).is_empty()
         })
     })
 }
