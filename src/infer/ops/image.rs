@@ -185,12 +185,21 @@ fn grid_sample(ctx: &mut NodeCtx) -> Result<()> {
 /// `AffineGrid(theta, size)`: `[N, (D,) H, W, 2 or 3]`.
 fn affine_grid(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(0)?;
-    let out = ctx.ints(1).map(|size| {
-        let mut out: Shape = vec![Dim::Known(size[0])];
-        out.extend(size.iter().skip(2).map(|&d| Dim::Known(d)));
-        out.push(Dim::Known(size.len() as i64 - 2));
-        out
-    });
+    let out = match ctx.ints(1) {
+        Some(size) if size.len() == 4 || size.len() == 5 => {
+            let mut out: Shape = vec![Dim::Known(size[0])];
+            out.extend(size.iter().skip(2).map(|&d| Dim::Known(d)));
+            out.push(Dim::Known(size.len() as i64 - 2));
+            Some(out)
+        }
+        Some(size) => {
+            return Err(ctx.error(format!(
+                "size has {} values, expected 4 (N, C, H, W) or 5 (N, C, D, H, W)",
+                size.len()
+            )));
+        }
+        None => None,
+    };
     ctx.set_tensor(0, dtype, out);
     Ok(())
 }
