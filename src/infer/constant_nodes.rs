@@ -18,10 +18,14 @@ const NONDETERMINISTIC: &[&str] = &[
     "RandomUniformLike",
 ];
 
+/// Operators whose output is input 0's bytes reinterpreted: of a constant, they copy nothing
+/// (exporters write `Identity` of a shared weight), so any size folds.
+const VIEWS: &[&str] = &["Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"];
+
 /// Marks the outputs of node `id` as folded exactly when it qualifies: a default-domain operator, not
 /// random, holding no subgraph, every given input a model constant, and every output a tensor
 /// of at most [`FOLD_LIMIT`] elements (the cap of inference's own constant folding, so a node
-/// that would copy a large weight stays a run-time tensor).
+/// that would copy a large weight stays a run-time tensor) unless the node is a view.
 pub(super) fn mark_folded(graph: &mut Graph, id: NodeId) {
     let folded = qualifies(graph, id);
     let outputs: Vec<_> = graph.nodes[id].outputs.iter().flatten().copied().collect();
@@ -41,14 +45,15 @@ fn qualifies(graph: &Graph, id: NodeId) -> bool {
             .iter()
             .flatten()
             .all(|&v| graph.is_model_constant(v))
-        && node.outputs.iter().flatten().all(|&v| {
-            graph.values[v]
-                .tensor_type()
-                .and_then(|t| {
-                    t.shape.as_deref()?.iter().try_fold(1usize, |n, d| {
-                        n.checked_mul(usize::try_from(d.value()?).ok()?)
+        && (VIEWS.contains(&node.op_type.as_str())
+            || node.outputs.iter().flatten().all(|&v| {
+                graph.values[v]
+                    .tensor_type()
+                    .and_then(|t| {
+                        t.shape.as_deref()?.iter().try_fold(1usize, |n, d| {
+                            n.checked_mul(usize::try_from(d.value()?).ok()?)
+                        })
                     })
-                })
-                .is_some_and(|n| n <= FOLD_LIMIT)
-        })
+                    .is_some_and(|n| n <= FOLD_LIMIT)
+            }))
 }
