@@ -22,7 +22,9 @@ For every *.onnx under --models (files named *.memplan.onnx are skipped) this:
       onnxruntime produced (and the annotated model's value_info agrees);
   (e) checks the table itself: every runtime tensor listed exactly once, schedule is a topological
       order, first/last match the schedule, buffers that are live at the same step never share bytes
-      unless one is the in-place/alias partner of the other, offsets aligned and inside the arena;
+      unless one is the in-place/alias partner of the other, offsets aligned and inside the arena
+      (a strided view: its offset a multiple of its element size, its bytes the elements at its
+      strides, so views interleaved with other tensors' elements share no byte);
   (f) runs the annotated (or rewritten) model for real inside its arenas, node by node at the
       table's offsets (scripts/arena_run.py, with dead tensors' bytes poisoned after each step):
       its outputs must be bit-identical to the same run with a private buffer per tensor.
@@ -702,25 +704,31 @@ def check_table_plan(model, table, res):
         if t.get("arena") not in arenas:
             res.bad("plan", f"{nm}: arena {t.get('arena')} is not in arenas")
             continue
-        off, b = int(t["offset"]), int(t.get("bytes") or 0)
-        if off < 0 or off + b > arenas[t["arena"]]:
-            res.bad("plan", f"{nm}: [{off}, {off + b}) outside arena {t['arena']} "
+        off, end = footprint(t)
+        if off < 0 or end > arenas[t["arena"]]:
+            res.bad("plan", f"{nm}: [{off}, {end}) outside arena {t['arena']} "
                             f"({arenas[t['arena']]} bytes)")
-        partner = t.get("inplace_of") or t.get("alias_of")
-        if t.get("inplace_of") and t.get("alias_of") and t["alias_of"] in by_name:
-            # In place over its input and a view of a larger tensor (a Concat part written
-            # where the Concat's output lies): one group with both.
-            parent[find(nm)] = find(t["alias_of"])
+        # The offset follows from the view's whole (`alias_of`, plus `alias_offset`), else
+        # from the tensor it is written over (`inplace_of`, same offset). An entry with both
+        # is written over its input and is a view of a larger tensor (a Concat part written
+        # where the Concat's output lies): one group with both.
+        partner = t.get("alias_of") or t.get("inplace_of")
+        if t.get("inplace_of") and t.get("alias_of") and t["inplace_of"] in by_name:
+            parent[find(nm)] = find(t["inplace_of"])
         if partner:
             p = by_name.get(partner)
             if p is None or p.get("offset") is None:
                 res.bad("plan", f"{nm}: shares bytes with {partner!r}, which has no buffer")
                 continue
             parent[find(nm)] = find(partner)
-            want = int(p["offset"]) + int(t.get("alias_offset") or 0)
+            shift = int(t.get("alias_offset") or 0) if t.get("alias_of") else 0
+            want = int(p["offset"]) + shift
             if p.get("arena") != t.get("arena") or off != want:
                 res.bad("plan", f"{nm}: offset {off} (arena {t.get('arena')}), expected {want} "
                                 f"(arena {p.get('arena')}) from {partner}")
+        elif t.get("strides"):
+            if off % max(element_size(t), 1):
+                res.bad("plan", f"{nm}: strided offset {off} not a multiple of its element size")
         elif off % align:
             res.bad("plan", f"{nm}: offset {off} not a multiple of alignment {align}")
     overlaps = 0
@@ -728,15 +736,23 @@ def check_table_plan(model, table, res):
     for t in planned:
         if int(t.get("bytes") or 0) > 0 and isinstance(t.get("first"), int):
             by_arena[t["arena"]].append(t)
+    runs_of = {}
+
+    def runs(t):
+        if t["name"] not in runs_of:
+            runs_of[t["name"]] = byte_runs(t)
+        return runs_of[t["name"]]
+
     for ar, ts in by_arena.items():
         ts.sort(key=lambda t: t["first"])
         active = []
         for t in ts:
             active = [u for u in active if u["last"] >= t["first"]]
-            lo, hi = int(t["offset"]), int(t["offset"]) + int(t["bytes"])
+            lo, hi = footprint(t)
             for u in active:
-                ulo, uhi = int(u["offset"]), int(u["offset"]) + int(u["bytes"])
-                if lo < uhi and ulo < hi and find(t["name"]) != find(u["name"]):
+                ulo, uhi = footprint(u)
+                if (lo < uhi and ulo < hi and find(t["name"]) != find(u["name"])
+                        and share_a_byte(runs(t), runs(u))):
                     overlaps += 1
                     if overlaps <= MAX_LIST:
                         res.bad("overlap", f"{t['name']} [{t['first']},{t['last']}] bytes "
@@ -748,6 +764,57 @@ def check_table_plan(model, table, res):
     lb = table.get("stats", {}).get("lower_bound_bytes")
     if isinstance(lb, int) and arenas and sum(arenas.values()) < lb:
         res.bad("plan", f"arena total {sum(arenas.values())} below the lower bound {lb}")
+
+
+def element_size(t) -> int:
+    """Bytes per element of a table entry (its bytes over its element count)."""
+    n = int(np.prod(t.get("shape") or [], dtype=np.int64))
+    return int(t.get("bytes") or 0) // n if n else 0
+
+
+def footprint(t):
+    """[start, end) of the bytes a table entry spans: row-major `bytes` from `offset`, or for a
+    strided view from `offset` to the end of its last element (docs/format.md)."""
+    lo = int(t["offset"])
+    strides, shape = t.get("strides"), t.get("shape") or []
+    if not strides:
+        return lo, lo + int(t["bytes"])
+    if any(d == 0 for d in shape):
+        return lo, lo
+    return lo, lo + sum((d - 1) * s for d, s in zip(shape, strides)) + element_size(t)
+
+
+def byte_runs(t):
+    """The sorted [start, end) runs of bytes holding a table entry's elements: one run for a
+    row-major tensor; for a strided view, one per contiguous stretch of its innermost axes."""
+    lo, hi = footprint(t)
+    strides, shape = t.get("strides"), list(t.get("shape") or [])
+    if not strides or lo == hi:
+        return [(lo, hi)]
+    size = element_size(t)
+    # Merge the innermost axes that are contiguous into one run length.
+    k, run = len(shape), size
+    while k > 0 and strides[k - 1] == run:
+        run *= shape[k - 1]
+        k -= 1
+    starts = np.array([lo], dtype=np.int64)
+    for d, s in zip(shape[:k], strides[:k]):
+        starts = (starts[:, None] + np.arange(d, dtype=np.int64)[None, :] * s).ravel()
+    starts.sort()
+    return [(int(a), int(a) + run) for a in starts]
+
+
+def share_a_byte(a, b) -> bool:
+    """True when two sorted lists of [start, end) runs intersect."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][0] < b[j][1] and b[j][0] < a[i][1]:
+            return True
+        if a[i][1] <= b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return False
 
 
 # ----------------------------------------------------------------------------------------------

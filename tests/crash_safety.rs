@@ -270,6 +270,39 @@ fn a_run_removes_temporaries_left_by_killed_runs() {
     );
 }
 
+#[test]
+fn the_sweep_of_temporaries_waits_for_a_commit_in_progress() {
+    use std::os::unix::io::AsRawFd;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let model_path = tmp.path().join("m.onnx");
+    write_model(&weighted_chain(2, 64), &model_path);
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    // The temporary of a killed run whose detached child (here: this test, holding the
+    // folder's lock) has not named it yet. Its process is gone, but the file is not stale.
+    let pending = out.join(".m.memplan.onnx.99999999.memplan-tmp");
+    std::fs::write(&pending, b"being named").expect("write");
+    let folder = std::fs::File::open(&out).expect("open the output folder");
+    // SAFETY: a plain system call on an open descriptor; dropping the file releases the lock.
+    assert_eq!(unsafe { libc::flock(folder.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let mut run = plan_command(&model_path, &out, &[]).spawn().expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        pending.exists(),
+        "a run removed a temporary while a commit held the folder"
+    );
+    assert!(
+        run.try_wait().expect("poll").is_none(),
+        "the run did not wait"
+    );
+    drop(folder);
+    assert!(run.wait().expect("wait").success());
+    assert!(
+        !pending.exists(),
+        "the stale temporary stays after the commit ended"
+    );
+}
+
 /// A model whose one weight lives in `weights.bin` beside it.
 fn external_model(dir: &Path) -> std::path::PathBuf {
     use onnx_memplan::onnx::proto::StringStringEntryProto;

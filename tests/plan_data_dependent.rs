@@ -355,8 +355,43 @@ fn an_if_decided_by_a_count_plans_both_branches_at_the_larger() {
     for name in ["chosen", "y"] {
         assert_eq!(entry(name).shape.as_deref(), Some(&[32][..]), "{name}");
         assert_eq!(entry(name).bytes, Some(128), "{name}");
+        // No single expression in n covers [32] and [n]: planned at the bound, and the table
+        // says so and why (the If and its two branch shapes).
+        let sym = &entry(name).symbolic;
+        assert!(sym.upper_bound, "{name}");
+        assert_eq!(sym.bytes_expr.as_deref(), Some("128"), "{name}");
+        assert_eq!(sym.shape_expr, None, "{name}");
+        let reason = sym.upper_bound_reason.as_deref().unwrap();
+        for part in ["(If)", "then_branch [32]", "else_branch [nonzero_0]"] {
+            assert!(reason.contains(part), "{name}: {reason}");
+        }
     }
+    assert!(
+        entry("y")
+            .symbolic
+            .upper_bound_reason
+            .as_deref()
+            .unwrap()
+            .contains("derives from 'chosen'")
+    );
     assert_verifies(&model, &table_path);
+
+    // Unmarked, the table is refused: nothing would tell a runtime that `chosen` is planned
+    // at a bound.
+    let text = std::fs::read_to_string(&table_path).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for t in json["tensors"].as_array_mut().unwrap() {
+        if t["name"] == "chosen" {
+            t["upper_bound"] = false.into();
+        }
+    }
+    std::fs::write(&table_path, json.to_string()).unwrap();
+    assert_verify_refuses(
+        &model,
+        &table_path,
+        "tensor 'chosen': its shape has no expression in the data-dependent counts but it is not marked upper_bound",
+    );
+    std::fs::write(&table_path, text).unwrap();
 
     // The plan of the If decided at the bound (the else-branch taken, its outputs sized at
     // n = 8) is refused: it would not hold the then-branch's output.

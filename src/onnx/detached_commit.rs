@@ -182,7 +182,7 @@ fn read_report(fd: i32) -> Option<usize> {
 
 /// An exclusive lock on a folder, held while the returned file is open (and by the child,
 /// which inherits it); `None` where the folder cannot be opened or locked.
-fn lock(dir: &Path) -> Option<File> {
+pub(super) fn lock(dir: &Path) -> Option<File> {
     let folder = File::open(dir).ok()?;
     loop {
         // SAFETY: a plain system call on an open descriptor.

@@ -254,7 +254,11 @@ fn temp_path(target: &Path) -> PathBuf {
 }
 
 /// Removes `.name.<pid>.memplan-tmp` files beside `target` left by processes that no longer run.
+/// A killed command's detached child may still be naming the temporaries of its dead parent,
+/// so the sweep holds the folder's lock, which that child holds until every name is in place.
 fn remove_stale_temporaries(target: &Path) {
+    #[cfg(target_os = "linux")]
+    let _lock = super::detached_commit::lock(&model_dir(target));
     let name = target.file_name().unwrap_or_default().to_string_lossy();
     let prefix = format!(".{name}.");
     let Ok(entries) = fs::read_dir(model_dir(target)) else {

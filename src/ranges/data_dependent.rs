@@ -76,7 +76,8 @@ pub fn nodes_touching_counts(
 }
 
 /// Marks the table's tensors sized by counts (typed in `symbolic`, where the counts are
-/// symbols) and lists the counts. Without ranges each planned size must be the constant the
+/// symbols), and the arena tensors whose size there has no expression (typed only at the
+/// bounds, with the reason), and lists the counts. Without ranges each planned size must be the constant the
 /// table's `bytes` holds (the model typed at the bound).
 pub fn mark(
     table: &mut Table,
@@ -98,6 +99,18 @@ pub fn mark(
             s.iter()
                 .any(|d| d.expr().is_some_and(|e| mentions_count(&e, &bounds)))
         });
+        if !super::no_expression::has_expression(Some(ty)) && entry.offset.is_some() {
+            // Typed only at the bounds (an If whose branches differ, ...): planned there.
+            let value = symbolic.value_id(&entry.name).expect("looked up above");
+            let sym = &mut entry.symbolic;
+            sym.bytes_expr = entry.bytes.map(|b| b.to_string());
+            sym.upper_bound = true;
+            sym.upper_bound_reason = Some(format!(
+                "its size has no expression in the data-dependent counts: {}; planned at its size with every count at its bound",
+                super::no_expression::why(symbolic, value)
+            ));
+            continue;
+        }
         let Some(exact) = ty.bytes_expr().filter(|_| sized) else {
             continue;
         };

@@ -16,6 +16,7 @@
 //!   checked by the fixed verifier against the model typed at that point.
 
 pub mod data_dependent;
+pub mod no_expression;
 mod sizes;
 
 use std::path::Path;

@@ -36,20 +36,15 @@ pub fn size(
     let name = |t: usize| &at_max.values[liveness.tensors[t].value].name;
     let exprs: Vec<Result<Expr, String>> = (0..liveness.tensors.len())
         .map(|t| {
-            let ty = symbolic.value(name(t)).and_then(|v| v.tensor_type());
-            let Some(ty) = ty else {
+            let id = symbolic.value_id(name(t));
+            let Some(ty) = id.and_then(|id| symbolic.values[id].tensor_type()) else {
                 return Err("not a tensor".to_string());
             };
-            let shape = ty.shape.as_ref().map(|s| {
-                s.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("×")
-            });
             ty.bytes_expr().ok_or_else(|| {
+                let id = id.expect("typed above");
                 format!(
-                    "no size expression over the ranges (shape {})",
-                    shape.unwrap_or_else(|| "unknown".into())
+                    "no size expression over the ranges: {}",
+                    super::no_expression::why(symbolic, id)
                 )
             })
         })

@@ -14,6 +14,9 @@
 //!   shape, and its `bytes_expr` is element bits × that shape with every count at its bound
 //!   (counts in a bound at theirs), rounded up to bytes; in a fixed table, the `bytes` the
 //!   plan gives it;
+//! - every arena tensor whose inferred shape has no expression (an `If` whose branches give
+//!   different shapes, ...) is marked `upper_bound` with a reason, its `bytes_expr` the bytes
+//!   it is planned at (the model typed at the bounds, checked with every other size);
 //! - every size up to the bound fits: at every combination of the counts' values in
 //!   `0..=bound` when there are at most [`super::EXHAUSTIVE_POINTS`] (fixed tables), else
 //!   because the exact size is monotone in the counts (and so are the bounds in the earlier
@@ -226,6 +229,30 @@ fn producer<'g>(graph: &'g Graph, tensor: &str) -> Option<(&'g Graph, &'g Node)>
         .find_map(|s| producer(&s.graph, tensor))
 }
 
+/// Checks an arena tensor whose shape has no expression in the counts (an `If` whose
+/// branches differ, ...): it can only be planned at its size typed at the bounds, so it must
+/// be marked `upper_bound` with a reason, and a fixed table's `bytes_expr` must be its `bytes`.
+/// True when it is such a tensor (its size may vary with the counts).
+fn unexpressed(entry: &crate::emit::TensorEntry, table: &Table) -> Result<bool, String> {
+    if entry.offset.is_none() || table.data_dependent.is_empty() {
+        return Ok(false);
+    }
+    let sym = &entry.symbolic;
+    if !sym.upper_bound || sym.upper_bound_reason.is_none() {
+        return Err(
+            "its shape has no expression in the data-dependent counts but it is not marked upper_bound with a reason"
+                .into(),
+        );
+    }
+    let planned = parse(sym.bytes_expr.as_deref().ok_or("no bytes_expr")?)?;
+    if table.options.ranges.is_empty()
+        && planned.value(&BTreeMap::new()) != entry.bytes.map(i128::from)
+    {
+        return Err("bytes_expr is not the bytes it is planned at".into());
+    }
+    Ok(true)
+}
+
 /// Each dimension parsed.
 fn shape_asts(t: &TensorType) -> Result<Vec<Ast>, String> {
     t.shape
@@ -277,7 +304,7 @@ fn check_tensor(
     low: &BTreeMap<String, i128>,
 ) -> Result<bool, String> {
     let Ok(dims) = shape_asts(ty) else {
-        return Ok(false);
+        return unexpressed(entry, table);
     };
     let mut used = BTreeSet::new();
     dims.iter().for_each(|d| d.symbols(&mut used));
