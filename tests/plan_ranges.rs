@@ -179,8 +179,8 @@ fn bad_range_options_are_input_errors() {
                 "batch=1",
                 "--dim",
                 "sequence=1..128",
-                "--schedule",
-                "memory",
+                "--split",
+                "auto",
             ],
             "one size",
         ),
@@ -374,4 +374,67 @@ fn exhaustive_proof_refuses_offsets_that_name_each_other() {
     json["tensors"][b]["offset_expr"] = format!("${a}").into();
     std::fs::write(&table_path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
     assert_verify_refuses(&path, &table_path, "offset_expr has no value");
+}
+
+/// `--schedule memory` over a range, worked by hand. x: [s, 64] float32 (inputs and outputs
+/// excluded, alignment 1); a1 = 2x and b1 = 3x (256·s bytes each), a2 and b2 their sums
+/// ([1, 1], 4 bytes each), y = a2 + b2. Stored order a1, b1, a2, b2, y: at a2 the live tensors
+/// are a1, b1 and a2, 512·s + 4 bytes. Summing each product before making the other (a1, a2,
+/// b1, b2, y) leaves at most one product live: the peak is at b2, with b1, a2 and b2,
+/// 256·s + 8 bytes. Both plans use that order at every size.
+#[test]
+fn a_memory_schedule_over_a_range_by_hand() {
+    use common::{float_init, model, node, symbolic_float_info as info, write_model};
+    use onnx_memplan::onnx::proto::GraphProto;
+
+    let dir = tempfile::tempdir().unwrap();
+    let graph = GraphProto {
+        name: Some("two_sums".into()),
+        node: vec![
+            node("Mul", &["x", "two"], &["a1"]),
+            node("Mul", &["x", "three"], &["b1"]),
+            node("ReduceSum", &["a1"], &["a2"]),
+            node("ReduceSum", &["b1"], &["b2"]),
+            node("Add", &["a2", "b2"], &["y"]),
+        ],
+        input: vec![info("x", &["s", "64"])],
+        output: vec![info("y", &["1", "1"])],
+        initializer: vec![
+            float_init("two", &[], &[2.0]),
+            float_init("three", &[], &[3.0]),
+        ],
+        ..Default::default()
+    };
+    let path = dir.path().join("two_sums.onnx");
+    write_model(&model(graph), &path);
+    let range = ["--dim", "s=1..64", "--alignment", "1", "--exclude-io"];
+    let stored = dir.path().join("stored.memplan.onnx");
+    plan(&path, &stored, &range);
+    let stored = read_table(&table_of(&stored));
+    assert_eq!(stored.arenas[0].bytes, 512 * 64 + 4);
+
+    let out = dir.path().join("memory.memplan.onnx");
+    let memory = [&range[..], &["--schedule", "memory"]].concat();
+    plan(&path, &out, &memory);
+    assert_verifies(&path, &table_of(&out));
+    let table = read_table(&table_of(&out));
+    assert_ne!(table.schedule, stored.schedule);
+    assert_eq!(table.arenas[0].bytes, 256 * 64 + 8);
+    assert_eq!(
+        table.parametric.as_ref().unwrap().arena_at_max,
+        256 * 64 + 8
+    );
+    for s in [1u64, 5, 37] {
+        let at = dir.path().join(format!("at{s}.memplan.onnx"));
+        let point = format!("s={s}");
+        plan(
+            &path,
+            &at,
+            &[&memory[..], &["--at", point.as_str()]].concat(),
+        );
+        assert_verifies(&path, &table_of(&at));
+        let fixed = read_table(&table_of(&at));
+        assert_eq!(fixed.schedule, table.schedule, "s = {s}");
+        assert_eq!(fixed.arenas[0].bytes, 256 * s + 8, "s = {s}");
+    }
 }

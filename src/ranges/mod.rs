@@ -48,10 +48,30 @@ pub fn plan_ranges(
     let (original, symbolic, report) = type_model(path, proto.clone(), &options.infer)?;
     let (_, at_max, _) = type_model(path, proto.clone(), &bound_at(&options.infer, &upper))?;
     let graph = &at_max.graph;
-    let order = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
-    let liveness =
-        analyse_with(graph, order, options.liveness, &|_| false).map_err(|e| prefix(path, e))?;
     let alignment = options.liveness.alignment.max(1);
+    let analyse = |order: Vec<usize>| analyse_with(graph, order, options.liveness, &|_| false);
+    let bound = |l: &Liveness| plan::max_live_bound(&problem_of(l, alignment));
+    let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
+    let stored_liveness = analyse(stored.clone()).map_err(|e| prefix(path, e))?;
+    let stored_bound = bound(&stored_liveness);
+    // `--schedule memory`: the order whose peak is lowest at the upper corner, where the
+    // upper-bound plan is made; every size below it is planned in the same order.
+    let (liveness, method) = match options.schedule {
+        ScheduleChoice::Stored => (stored_liveness, "stored"),
+        ScheduleChoice::Memory => {
+            budget.report_phase("ordering");
+            let mut score = |order: &[usize]| analyse(order.to_vec()).map(|l| bound(&l));
+            let (best, _) = schedule::memory_order(graph, &stored, &mut score)?;
+            if best.method == "stored" {
+                (stored_liveness, "stored")
+            } else {
+                (
+                    analyse(best.order).map_err(|e| prefix(path, e))?,
+                    best.method,
+                )
+            }
+        }
+    };
     let sized =
         sizes::size(&symbolic.graph, graph, &liveness, ranges).map_err(|e| prefix(path, e))?;
     for (name, reason) in sized.upper_bound_reasons(graph, &liveness) {
@@ -68,7 +88,6 @@ pub fn plan_ranges(
     let concrete = problem_of(&liveness, alignment);
     let solution = solve_checked(path, &concrete, options, budget)?;
     let plan_ms = started.elapsed().as_secs_f64() * 1e3;
-    let stored_bound = plan::max_live_bound(&concrete);
     let mut table = fixed_table(
         path,
         &original,
@@ -76,7 +95,7 @@ pub fn plan_ranges(
         &liveness,
         (&concrete, &solution),
         options,
-        ("stored", stored_bound),
+        (method, stored_bound),
     );
     table.options.ranges = ranges
         .iter()
@@ -149,8 +168,8 @@ pub fn bound_at(infer: &InferOptions, point: &Point) -> InferOptions {
     bound
 }
 
-/// Refuses what planning over ranges does not do: the advanced modes, splitting, a searched
-/// order, and range symbols that cannot be written in the expression grammar.
+/// Refuses what planning over ranges does not do: the advanced modes, splitting, and range
+/// symbols that cannot be written in the expression grammar.
 fn refuse_unsupported(options: &Options) -> Result<()> {
     let modes = &options.modes;
     if !modes.tiers.is_empty() || modes.budget.is_some() || modes.partition.is_some() {
@@ -158,9 +177,6 @@ fn refuse_unsupported(options: &Options) -> Result<()> {
     }
     if options.split.choice != crate::split::SplitChoice::Off {
         bail_input!("--split plans one size: bind every --dim to a number");
-    }
-    if options.schedule != ScheduleChoice::Stored {
-        bail_input!("--schedule memory plans one size: bind every --dim to a number");
     }
     for name in options.infer.ranges.keys() {
         let mut chars = name.chars();
