@@ -212,3 +212,44 @@ fn pad_overflowing_pads_are_an_input_error() {
     let msg = error_of(&proto, &InferOptions::default());
     assert_eq!(msg, "node 'pad' (Pad): pads of axis 1 overflow 64 bits");
 }
+
+/// Found by the `model` fuzz target: a shape input of unknown values whose declared length is
+/// absurd (2^59 + 1 in the finding, or above 1024) is an input error naming the node, for each
+/// operator that takes its output's rank from that length; a reasonable length still types.
+#[test]
+fn absurd_listed_ranks_are_input_errors() {
+    for (op, len) in [
+        ("Reshape", "576460752303423489"),
+        ("Expand", "1025"),
+        ("ConstantOfShape", "4096"),
+    ] {
+        let shape_input = if op == "ConstantOfShape" { 0 } else { 1 };
+        let inputs: &[&str] = if shape_input == 0 {
+            &["s"]
+        } else {
+            &["x", "s"]
+        };
+        let mut proto = G::default()
+            .input("x", FLOAT, &["2", "3"])
+            .input("s", INT64, &[len])
+            .node(op, inputs, &["y"], vec![])
+            .output("y")
+            .model(18);
+        proto.graph.as_mut().unwrap().node[0].name = Some("n".into());
+        let msg = error_of(&proto, &InferOptions::default());
+        assert_eq!(
+            msg,
+            format!(
+                "node 'n' ({op}): input {shape_input} lists {len} sizes; a shape has 0 to 1024 dimensions here"
+            )
+        );
+    }
+    let proto = G::default()
+        .input("x", FLOAT, &["2", "3"])
+        .input("s", INT64, &["3"])
+        .node("Reshape", &["x", "s"], &["y"], vec![])
+        .output("y")
+        .model(18);
+    let (m, _) = infer_with(&proto, &InferOptions::default()).unwrap();
+    assert_eq!(ty(&m, "y"), "float32 ?×?×?");
+}

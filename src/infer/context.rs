@@ -14,6 +14,11 @@ use crate::ir::{
 };
 use crate::onnx::proto::AttributeProto;
 
+/// The most dimensions a shape listed by a tensor of unknown values may have (the shape input of
+/// `Reshape`, `Expand` and `ConstantOfShape`): real models use a handful, and a corrupt length must not make
+/// inference allocate without bound.
+pub const MAX_LISTED_RANK: usize = 1024;
+
 /// A shape rule: reads the node's inputs through the context and sets its output types.
 pub type Rule = fn(&mut NodeCtx) -> Result<()>;
 
@@ -214,6 +219,25 @@ impl<'a> NodeCtx<'a> {
     /// The shape of tensor input `i` when given and of known rank.
     pub fn opt_shape(&self, i: usize) -> Option<&'a [Dim]> {
         self.input_type(i)?.as_tensor()?.shape.as_deref()
+    }
+
+    /// The rank that 1-D input `i`, a list of sizes whose values are unknown, gives its output:
+    /// its length when known. An input error when the length is negative or above
+    /// [`MAX_LISTED_RANK`].
+    pub fn listed_rank(&self, i: usize) -> Result<Option<usize>> {
+        let Some(len) = self
+            .opt_shape(i)
+            .and_then(|s| s.first())
+            .and_then(Dim::value)
+        else {
+            return Ok(None);
+        };
+        match usize::try_from(len) {
+            Ok(rank) if rank <= MAX_LISTED_RANK => Ok(Some(rank)),
+            _ => Err(self.error(format!(
+                "input {i} lists {len} sizes; a shape has 0 to {MAX_LISTED_RANK} dimensions here"
+            ))),
+        }
     }
 
     /// The value of input `i`, when known.

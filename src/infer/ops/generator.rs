@@ -114,8 +114,8 @@ fn constant_of_shape(ctx: &mut NodeCtx) -> Result<()> {
         _ => DType::Float,
     };
     let Some(shape) = ctx.dims_value(0) else {
-        let rank = ctx.opt_shape(0).and_then(|s| s.first()).and_then(Dim::value);
-        ctx.set_tensor(0, dtype, rank.map(|r| vec![Dim::Unknown; r as usize]));
+        let rank = ctx.listed_rank(0)?;
+        ctx.set_tensor(0, dtype, rank.map(|r| vec![Dim::Unknown; r]));
         return Ok(());
     };
     let shape = shape.into_owned();

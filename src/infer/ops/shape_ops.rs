@@ -57,8 +57,8 @@ fn reshape(ctx: &mut NodeCtx) -> Result<()> {
         ctx.dims_value(1).map(|d| d.into_owned())
     };
     let Some(target) = target else {
-        let rank = ctx.opt_shape(1).and_then(|s| s.first()).and_then(Dim::value);
-        ctx.set_tensor(0, dtype, rank.map(|r| vec![Dim::Unknown; r as usize]));
+        let rank = ctx.listed_rank(1)?;
+        ctx.set_tensor(0, dtype, rank.map(|r| vec![Dim::Unknown; r]));
         return Ok(());
     };
     let allowzero = ctx.attr_i("allowzero", 0)? == 1;
@@ -278,10 +278,10 @@ fn finish_rank_change(ctx: &mut NodeCtx, dtype: DType, out: Shape) -> Result<()>
 fn expand(ctx: &mut NodeCtx) -> Result<()> {
     let dtype = ctx.dtype(0)?;
     let Some(target) = ctx.dims_value(1) else {
-        let len = ctx.opt_shape(1).and_then(|s| s.first()).and_then(Dim::value);
+        let len = ctx.listed_rank(1)?;
         let out = match (len, ctx.shape(0)?) {
             (Some(n), Some(input)) => {
-                let unknown = vec![Dim::Unknown; n as usize];
+                let unknown = vec![Dim::Unknown; n];
                 Some(dims::broadcast(&[input, &unknown]).map_err(|e| ctx.error(e))?)
             }
             _ => None,
