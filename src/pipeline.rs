@@ -365,6 +365,11 @@ fn plan_bytes(path: &Path, bytes: Bytes, options: &Options) -> Result<Planned> {
     Ok(planned)
 }
 
+/// Work units a split trial is charged per node of its model, beside its planner's own work:
+/// inference, liveness and the order search of the rewritten model (about 0.7 ms a node on a
+/// loaded 2-core machine, at [`plan::WORK_PER_SECOND`]).
+const TRIAL_WORK_PER_NODE: u64 = 20_000;
+
 /// Plans with the split stage: the search plans candidates without the advanced modes; the
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
 /// once more with every option. The budget's work is one account for the whole stage: half
@@ -392,18 +397,65 @@ fn plan_split(
         ..options.clone()
     };
     let search_work = std::cell::Cell::new(budget.work / 2);
-    let plan_trial = |model: ModelProto| {
+    let plan_trial = |model: ModelProto| -> Result<Planned> {
         let planned = plan_proto(path, model, &trial, &budget.part_of(search_work.get() / 4))?;
         search_work.set(search_work.get().saturating_sub(planned.work));
         Ok(planned)
     };
-    let first = plan_trial(proto)?;
+    // The split search's own allowance (`--split-time`): each trial is charged its planner's
+    // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
+    // the work is spent or the time is up (the safety stop).
+    let split_budget = Budget {
+        cancel: budget.cancel.clone(),
+        ..Budget::within(options.split.search_time)
+    };
+    let split_work = std::cell::Cell::new(split_budget.work);
+    let ended = std::cell::Cell::new(plan::Ending::Complete);
+    let nodes_of = |m: &ModelProto| m.graph.as_ref().map_or(0, |g| g.node.len() as u64);
+    // Seconds per node the trials took so far: a trial that would end past the deadline does
+    // not start (a single trial cannot be stopped halfway).
+    let pace = std::cell::Cell::new((0.0f64, 0u64));
+    let timed_trial = |model: ModelProto| -> Result<Planned> {
+        let (nodes, started) = (nodes_of(&model), Instant::now());
+        let planned = plan_trial(model)?;
+        let (seconds, counted) = pace.get();
+        pace.set((seconds + started.elapsed().as_secs_f64(), counted + nodes));
+        Ok(planned)
+    };
+    let budgeted_trial = |model: ModelProto| -> Result<Option<Planned>> {
+        let nodes = nodes_of(&model);
+        let charge = nodes.saturating_mul(TRIAL_WORK_PER_NODE);
+        if split_work.get() < charge {
+            ended.set(plan::Ending::Work);
+            return Ok(None);
+        }
+        let (seconds, counted) = pace.get();
+        let expected = Duration::from_secs_f64(seconds * nodes as f64 / counted.max(1) as f64);
+        let late = split_budget
+            .deadline
+            .is_some_and(|d| Instant::now() + expected >= d);
+        if let Some(stop) = split_budget
+            .stopped()
+            .or(late.then_some(plan::Ending::Time))
+        {
+            ended.set(stop);
+            return Ok(None);
+        }
+        let planned = timed_trial(model)?;
+        split_work.set(
+            split_work
+                .get()
+                .saturating_sub(charge.saturating_add(planned.work)),
+        );
+        Ok(Some(planned))
+    };
+    let first = timed_trial(proto)?;
     budget.report_phase("splitting");
     let split_options = SplitOptions {
         budget: options.modes.budget,
         ..options.split
     };
-    let outcome = split::search(&first, &split_options, &plan_trial)?;
+    let outcome = split::search(&first, &split_options, &budgeted_trial)?;
     let budget = &budget.part_of(budget.work - budget.work / 2 + search_work.get());
     let chains = outcome.info.chains.len();
     // Without a mode the first plan was made with the final options: it is the unsplit
@@ -442,6 +494,10 @@ fn plan_split(
     };
     info.arena_after = arena(&planned);
     planned.table.splits = Some(info);
+    planned.table.stats.searches.push(emit::SearchEnd {
+        planner: "split".into(),
+        ended_by: ended.get().name().into(),
+    });
     Ok(planned)
 }
 

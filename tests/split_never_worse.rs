@@ -54,3 +54,44 @@ fn split_auto_is_never_larger_than_split_off() {
         }
     }
 }
+
+/// The split search's allowance (`--split-time`): with none, no trial runs, the plan is the
+/// unsplit one, and the table says the search ended on its work budget; with the default, the
+/// search on resnet_small runs to the end and splits (its table says `complete`).
+#[test]
+fn the_split_search_stops_on_its_allowance_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = root().join("models/resnet_small.onnx");
+    let plan = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(format!("{name}.memplan.onnx"));
+        let mut args = vec!["--schedule", "memory", "--dim", "batch=1"];
+        args.extend(extra);
+        let run = plan_to(&model, &out, &args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        read_table(&out.with_extension("json"))
+    };
+    let arena = |t: &onnx_memplan::emit::Table| t.arenas.iter().map(|a| a.bytes).sum::<u64>();
+    let split_end = |t: &onnx_memplan::emit::Table| {
+        let ends: Vec<_> = t
+            .stats
+            .searches
+            .iter()
+            .filter(|s| s.planner == "split")
+            .map(|s| s.ended_by.clone())
+            .collect();
+        ends
+    };
+    let off = plan("off", &["--split", "off"]);
+    let none = plan("none", &["--split", "auto", "--split-time", "0"]);
+    assert_eq!(arena(&none), arena(&off));
+    assert_eq!(none.splits.as_ref().map(|s| s.chains.len()), Some(0));
+    assert_eq!(split_end(&none), ["work-budget"]);
+    let auto = plan("auto", &["--split", "auto"]);
+    assert!(arena(&auto) < arena(&off));
+    assert_eq!(split_end(&auto), ["complete"]);
+    assert!(split_end(&off).is_empty());
+}

@@ -60,6 +60,11 @@ pub struct PlanArgs {
     /// Extra multiply-accumulates the split may add (halo recompute), percent of the model's.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub split_overhead: f64,
+    /// Seconds the split search may take; it stops with the chains split so far (a safety
+    /// stop: the search spends a work budget of 30 million units per second first, so its
+    /// result does not depend on the machine's speed or load).
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub split_time: f64,
     /// With `--dim NAME=LO..HI`: write the plan over the range evaluated at this size
     /// (`--at sequence=128`, one per range symbol), a fixed table and the model specialised to
     /// it (repeatable).
@@ -83,6 +88,9 @@ impl PlanArgs {
         }
         if !self.split_overhead.is_finite() || self.split_overhead < 0.0 {
             bail_input!("--split-overhead must be a percentage ≥ 0");
+        }
+        if !self.split_time.is_finite() || self.split_time < 0.0 {
+            bail_input!("--split-time must be a number of seconds ≥ 0");
         }
         let modes = self.modes.options()?;
         let infer = self.shapes.infer_options();
@@ -113,6 +121,7 @@ impl PlanArgs {
             split: SplitOptions {
                 choice: split,
                 overhead_pct: self.split_overhead,
+                search_time: Duration::from_secs_f64(self.split_time),
                 ..SplitOptions::default()
             },
             progress: None,

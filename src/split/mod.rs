@@ -45,6 +45,9 @@ pub struct SplitOptions {
     /// A device budget (`--budget`; the pipeline fills it from the mode options): the search
     /// first splits the steps whose operands alone exceed it.
     pub budget: Option<u64>,
+    /// Seconds the search may take (`--split-time`): it spends [`crate::plan::WORK_PER_SECOND`]
+    /// work units per second, charged per trial plan, with the time as a safety stop.
+    pub search_time: std::time::Duration,
 }
 
 impl Default for SplitOptions {
@@ -53,6 +56,7 @@ impl Default for SplitOptions {
             choice: SplitChoice::Off,
             overhead_pct: 10.0,
             budget: None,
+            search_time: std::time::Duration::from_secs(60),
         }
     }
 }

@@ -72,11 +72,12 @@ impl Candidate {
 }
 
 /// Runs the search from `first`, the plan of the input model; `plan` plans a rewritten model
-/// (nodes in execution order) the same way.
+/// (nodes in execution order) the same way, or gives `None` when the search's budget is spent:
+/// the search then ends with the chains accepted so far.
 pub fn search(
     first: &Planned,
     options: &SplitOptions,
-    plan: &dyn Fn(ModelProto) -> Result<Planned>,
+    plan: &dyn Fn(ModelProto) -> Result<Option<Planned>>,
 ) -> Result<Outcome> {
     let source = &first.model.graph;
     let labels: Vec<(String, String)> = source
@@ -100,7 +101,8 @@ pub fn search(
     let mut chains = Vec::new();
     let mut origin: Vec<Option<usize>> = (0..source.nodes.len()).map(Some).collect();
     let mut current: Option<(ModelProto, Planned)> = None;
-    while chains.len() < MAX_CHAINS {
+    let mut spent = false;
+    while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let best = score(planned);
         let mut candidates = candidates(planned, &origin, allowance - used, options.budget);
@@ -116,7 +118,10 @@ pub fn search(
                 Cut::Tiles(chain, tiling) => rewrite(proto, graph, order, chain, tiling, &label),
                 Cut::Rows(b) => rewrite_rows(proto, graph, order, &b.chain, &b.blocks, &label),
             };
-            let trial = plan(rewritten.model.clone())?;
+            let Some(trial) = plan(rewritten.model.clone())? else {
+                spent = true;
+                break;
+            };
             let bar = accepted.as_ref().map_or(best, |a| score(&a.2));
             if score(&trial) < bar {
                 accepted = Some((candidate, rewritten, trial));
