@@ -51,6 +51,18 @@ pub fn chains_around(
     peak: usize,
     allowed: &dyn Fn(NodeId) -> bool,
 ) -> Vec<Chain> {
+    chains_around_except(graph, order, peak, allowed, &|_| false)
+}
+
+/// [`chains_around`] less the chains whose first and last steps `known` names (already
+/// looked at: they are not built again).
+pub fn chains_around_except(
+    graph: &Graph,
+    order: &[NodeId],
+    peak: usize,
+    allowed: &dyn Fn(NodeId) -> bool,
+    known: &dyn Fn([usize; 2]) -> bool,
+) -> Vec<Chain> {
     let splittable = |step: usize| {
         let node = order[step];
         allowed(node) && rule_of(graph, &graph.nodes[node]).is_some()
@@ -70,6 +82,9 @@ pub fn chains_around(
     let mut found = Vec::new();
     for end in (peak..=high).filter(|&s| splittable(s)) {
         for start in (low..=peak).rev().filter(|&s| splittable(s)) {
+            if known([start, end]) {
+                continue;
+            }
             let nodes: Vec<NodeId> = order[start..=end]
                 .iter()
                 .copied()

@@ -6,7 +6,8 @@
 //! [`rules`] is the per-operator table (output region → input regions; [`upsample`] holds the
 //! Resize and ConvTranspose entries), [`chain`] finds the
 //! runs of splittable nodes, [`tiling`] derives each tile's regions and halo, [`rewrite`]
-//! builds the tiled graph and [`search()`] chooses chains and grids from the plan. [`rows`]
+//! builds the tiled graph, [`target`] sets the one target arena every chain's grid aims at and
+//! [`search()`] chooses chains and grids from the plan. [`rows`]
 //! does the same for transformers along one axis (tokens, query rows): row blocking.
 
 pub mod chain;
@@ -18,6 +19,7 @@ pub mod rewrite;
 pub mod rows;
 pub mod rules;
 pub mod search;
+pub mod target;
 pub mod tiling;
 pub mod upsample;
 

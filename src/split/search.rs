@@ -25,7 +25,7 @@ const MAX_FINE_TILES: usize = 32;
 /// Candidate splits re-planned per round (the best by estimate).
 const TRIALS: usize = 6;
 /// Chains split at most.
-const MAX_CHAINS: usize = 12;
+const MAX_CHAINS: usize = 32;
 
 /// What the search found: the model to plan (its nodes in execution order) and the record of
 /// the split (empty `chains` when nothing helped, and then `model` is the input model).
@@ -40,6 +40,8 @@ pub struct Outcome {
 /// (which ranks candidates of equal estimates).
 struct Candidate {
     cut: Cut,
+    /// Whether the chain is one of the target's cover (tried first).
+    covers: bool,
     start: usize,
     estimate: u64,
     inside: u64,
@@ -102,10 +104,11 @@ pub fn search(
     let mut origin: Vec<Option<usize>> = (0..source.nodes.len()).map(Some).collect();
     let mut current: Option<(ModelProto, Planned)> = None;
     let mut spent = false;
+    let mut aim = options.budget.is_none();
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let best = score(planned);
-        let mut candidates = candidates(planned, &origin, allowance - used, options.budget);
+        let mut candidates = candidates(planned, &origin, allowance - used, options.budget, aim);
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
@@ -126,8 +129,17 @@ pub fn search(
             if score(&trial) < bar {
                 accepted = Some((candidate, rewritten, trial));
             }
+            if accepted.as_ref().is_some_and(|a| a.0.covers) {
+                // The target's cover is split as planned: no other trial needed.
+                break;
+            }
         }
         let Some((candidate, rewritten, trial)) = accepted else {
+            if aim {
+                // The target's estimates were too hopeful: go on with each chain's best grid.
+                aim = false;
+                continue;
+            }
             break;
         };
         used += candidate.extra_macs();
@@ -219,13 +231,17 @@ fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> ModelProto {
 }
 
 /// Chains around every hot step, each with its best grid within `allowance` extra MACs, best
-/// estimate first. The hot steps are those whose operands exceed the budget, if any do; else
+/// estimate first: when `aim`ing (without a budget, until a round finds nothing), its
+/// cheapest grid whose estimate of the chain's own peak reaches the plan's target arena
+/// ([`super::target::target`]), else (or when no target fits) its grid of the best estimate;
+/// the chains of the target's cover first. The hot steps are those whose operands exceed the budget, if any do; else
 /// those where the live bytes peak.
 fn candidates(
     planned: &Planned,
     origin: &[Option<usize>],
     allowance: u64,
     budget: Option<u64>,
+    aim: bool,
 ) -> Vec<Candidate> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
@@ -249,6 +265,15 @@ fn candidates(
     let mut seen = HashSet::new();
     let mut found = Vec::new();
     let fine = budget.is_some();
+    // Without a budget, every chain aims at one target arena (cheapest grid reaching it).
+    let (target, cover) = aim
+        .then(|| super::target::target(planned, &allowed, &grids(false), allowance))
+        .flatten()
+        .map_or((None, Vec::new()), |(t, cover)| (Some(t), cover));
+    let rank = |estimate: u64, inside: u64, macs: u64| match target {
+        Some(t) if inside <= t => (false, macs, inside, estimate),
+        _ => (true, estimate, inside, macs),
+    };
     for step in hot {
         for chain in chains_around(graph, order, step, &allowed) {
             let start = step_of(order, chain.nodes[0]);
@@ -257,6 +282,7 @@ fn candidates(
                 continue;
             }
             let mut best: Option<Candidate> = None;
+            let covers = cover.contains(&[start, end]);
             let estimates = ChainEstimate::new(graph, &planned.table, &live, &chain, [start, end]);
             for [rows, cols] in grids(fine) {
                 {
@@ -265,12 +291,13 @@ fn candidates(
                     };
                     let (estimate, inside) = estimates.of(&chain, &tiling);
                     let better = best.as_ref().is_none_or(|b| {
-                        (estimate, inside, tiling.extra_macs)
-                            < (b.estimate, b.inside, b.extra_macs())
+                        rank(estimate, inside, tiling.extra_macs)
+                            < rank(b.estimate, b.inside, b.extra_macs())
                     });
                     if better {
                         best = Some(Candidate {
                             cut: Cut::Tiles(chain.clone(), tiling),
+                            covers,
                             start,
                             estimate,
                             inside,
@@ -285,13 +312,17 @@ fn candidates(
         rows::candidates(planned, &live, &allowed)
             .into_iter()
             .map(|b| Candidate {
+                covers: false,
                 start: b.start,
                 estimate: b.estimate,
                 inside: b.estimate,
                 cut: Cut::Rows(b),
             }),
     );
-    found.sort_by_key(|c| (c.estimate, c.inside, c.extra_macs(), c.start, c.len()));
+    found.sort_by_key(|c| {
+        let key = (c.estimate, c.inside, c.extra_macs(), c.start, c.len());
+        (!c.covers, key)
+    });
     // Chains of one run that differ by a node that changes nothing (estimates and extra MACs
     // equal) plan alike: the trials go to the first of them and to other chains.
     found.dedup_by(|b, a| {

@@ -1,0 +1,231 @@
+//! The global grid choice: one target arena for every chain. Each chain that must be split
+//! takes its cheapest grid whose estimated peak is at most the target, and the target is the
+//! smallest one whose chains fit the MAC allowance together; so the first chain split does not
+//! spend the allowance that a later peak needs.
+
+use std::collections::HashSet;
+
+use super::chain::chains_around_except;
+use super::estimate::{ChainEstimate, live_bytes};
+use super::tiling::tile_within;
+use crate::pipeline::Planned;
+
+/// The target arena of a plan's chains and the first and last steps of the chains that
+/// cover the steps above it: the smallest estimated peak that every chain which must be split
+/// reaches with its cheapest grid of `grids`, all within `allowance` extra MACs (see
+/// [`smallest_target`]); `None` when no target below the plan's peak fits. Chains are worked
+/// out around the steps above each candidate target only, highest live bytes first, so the
+/// steps under the answer are never looked at.
+pub fn target(
+    planned: &Planned,
+    allowed: &dyn Fn(usize) -> bool,
+    grids: &[[usize; 2]],
+    allowance: u64,
+) -> Option<(u64, Vec<[usize; 2]>)> {
+    let graph = &planned.model.graph;
+    let order = &planned.table.schedule;
+    let live = live_bytes(&planned.table);
+    let mut levels: Vec<u64> = live.clone();
+    levels.sort_unstable_by(|a, b| b.cmp(a));
+    levels.dedup();
+    let mut chains = Vec::new();
+    let mut seen = HashSet::new();
+    let mut answer = None;
+    let at = |n: usize| order.iter().position(|&o| o == n).expect("scheduled");
+    for (i, &level) in levels.iter().enumerate() {
+        for step in (0..live.len()).filter(|&s| live[s] == level) {
+            let known = |steps: [usize; 2]| seen.contains(&steps);
+            let around = chains_around_except(graph, order, step, allowed, &known);
+            for chain in around {
+                let steps = [at(chain.nodes[0]), at(chain.nodes[chain.nodes.len() - 1])];
+                if !seen.insert(steps) {
+                    continue;
+                }
+                let estimates = ChainEstimate::new(graph, &planned.table, &live, &chain, steps);
+                let mut failed: Vec<[usize; 2]> = Vec::new();
+                let mut costs = Vec::new();
+                for &grid in grids {
+                    // More cuts than a grid that failed recompute more (and need more rows).
+                    if failed.iter().any(|f| grid[0] >= f[0] && grid[1] >= f[1]) {
+                        continue;
+                    }
+                    match tile_within(graph, &chain, grid, allowance) {
+                        Some(t) => costs.push((estimates.of(&chain, &t).1, t.extra_macs)),
+                        None => failed.push(grid),
+                    }
+                }
+                chains.push(ChainCost::new(steps, costs));
+            }
+        }
+        // Targets in [next, level) leave exactly the steps at `level` or above to cover.
+        let next = levels.get(i + 1).copied().unwrap_or(0);
+        if let Some(t) = smallest_target(&live, &chains, allowance, [next, level]) {
+            answer = Some(t);
+        }
+        if answer != Some(next) {
+            break;
+        }
+    }
+    let t = answer?;
+    let cover = cover(&live, &chains, t)?.1;
+    Some((t, cover))
+}
+
+/// What one chain costs: the steps it covers and, per grid, the estimated bytes the chain
+/// holds once split (its own peak) and the extra MACs.
+#[derive(Clone, Debug)]
+pub struct ChainCost {
+    /// The chain's first and last step.
+    pub steps: [usize; 2],
+    /// (estimated bytes, extra MACs) of each grid, sorted by bytes, each with the fewest
+    /// MACs of the grids holding at most its bytes.
+    grids: Vec<(u64, u64)>,
+}
+
+impl ChainCost {
+    /// The chain over `steps` with its grids' (estimated bytes, extra MACs).
+    pub fn new(steps: [usize; 2], mut grids: Vec<(u64, u64)>) -> ChainCost {
+        grids.sort_unstable();
+        let mut cheapest = u64::MAX;
+        for g in &mut grids {
+            cheapest = cheapest.min(g.1);
+            g.1 = cheapest;
+        }
+        ChainCost { steps, grids }
+    }
+
+    /// The fewest extra MACs of a grid holding at most `target` bytes.
+    pub fn cost(&self, target: u64) -> Option<u64> {
+        let fit = self.grids.partition_point(|g| g.0 <= target);
+        fit.checked_sub(1).map(|i| self.grids[i].1)
+    }
+}
+
+/// The fewest extra MACs that bring every step whose `live` bytes exceed `target` down to it:
+/// those steps are covered by chains that share no step, each split with its cheapest grid
+/// holding at most `target` bytes; `None` when no such cover exists. A shortest path over
+/// the steps: position `p` is reached with every step before it at or under the target.
+pub fn cover_cost(live: &[u64], chains: &[ChainCost], target: u64) -> Option<u64> {
+    cover(live, chains, target).map(|c| c.0)
+}
+
+/// How a position of [`cover`] is reached: the cost, and the chain (first and last steps)
+/// that ends just before it, if one does.
+type Reached = (u64, Option<[usize; 2]>);
+
+/// [`cover_cost`] and the first and last steps of the cover's chains.
+fn cover(live: &[u64], chains: &[ChainCost], target: u64) -> Option<(u64, Vec<[usize; 2]>)> {
+    let n = live.len();
+    let mut from: Vec<Vec<&ChainCost>> = vec![Vec::new(); n];
+    for c in chains {
+        if c.steps[0] <= c.steps[1] && c.steps[1] < n {
+            from[c.steps[0]].push(c);
+        }
+    }
+    // Per position: the cost of reaching it and the chain (steps) that reached it, if any.
+    let mut best: Vec<Option<Reached>> = vec![None; n + 1];
+    best[0] = Some((0, None));
+    let relax = |best: &mut Vec<Option<Reached>>, at: usize, cost: u64, by: Option<[usize; 2]>| {
+        if best[at].is_none_or(|(b, _)| cost < b) {
+            best[at] = Some((cost, by));
+        }
+    };
+    for p in 0..n {
+        let Some((here, _)) = best[p] else { continue };
+        if live[p] <= target {
+            relax(&mut best, p + 1, here, None);
+        }
+        for c in &from[p] {
+            if let Some(cost) = c.cost(target) {
+                relax(
+                    &mut best,
+                    c.steps[1] + 1,
+                    here.saturating_add(cost),
+                    Some(c.steps),
+                );
+            }
+        }
+    }
+    let (total, _) = best[n]?;
+    let mut used = Vec::new();
+    let mut p = n;
+    while p > 0 {
+        let (_, by) = best[p].expect("a reached position has a reached predecessor");
+        p = match by {
+            Some(steps) => {
+                used.push(steps);
+                steps[0]
+            }
+            None => p - 1,
+        };
+    }
+    used.reverse();
+    Some((total, used))
+}
+
+/// The smallest target in `[low, high)` whose cover fits `allowance` extra MACs: a binary
+/// search over the bytes that can be targets (`low` and the grids' estimates), as the
+/// cover's cost only falls as the target rises. `None` when none in the range fits.
+pub fn smallest_target(
+    live: &[u64],
+    chains: &[ChainCost],
+    allowance: u64,
+    [low, high]: [u64; 2],
+) -> Option<u64> {
+    let mut targets: Vec<u64> = chains
+        .iter()
+        .flat_map(|c| c.grids.iter().map(|g| g.0))
+        .chain([low])
+        .filter(|&t| low <= t && t < high)
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    let fits = |t: u64| cover_cost(live, chains, t).is_some_and(|c| c <= allowance);
+    let first = targets.partition_point(|&t| !fits(t));
+    targets.get(first).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two peaks (steps 1 and 4) with a chain each; worked by hand.
+    fn two_peaks() -> (Vec<u64>, Vec<ChainCost>) {
+        let live = vec![10, 100, 10, 10, 60, 10];
+        let chains = vec![
+            ChainCost::new([0, 2], vec![(50, 5), (30, 20), (20, 60)]),
+            ChainCost::new([3, 5], vec![(40, 10), (25, 30)]),
+        ];
+        (live, chains)
+    }
+
+    #[test]
+    fn the_cover_takes_each_chains_cheapest_grid_under_the_target() {
+        let (live, chains) = two_peaks();
+        // Target 50: chain 1 at 5 MACs, chain 2 at 10.
+        assert_eq!(cover_cost(&live, &chains, 50), Some(15));
+        // Target 60: step 4 fits unsplit; chain 1 at 5.
+        assert_eq!(cover_cost(&live, &chains, 60), Some(5));
+        // Target 30: 20 + 30.
+        assert_eq!(cover_cost(&live, &chains, 30), Some(50));
+        // Target 22: chain 2 cannot reach it.
+        assert_eq!(cover_cost(&live, &chains, 22), None);
+        // The cover names its chains.
+        assert_eq!(cover(&live, &chains, 50), Some((15, vec![[0, 2], [3, 5]])));
+        assert_eq!(cover(&live, &chains, 60), Some((5, vec![[0, 2]])));
+    }
+
+    #[test]
+    fn the_target_is_the_smallest_that_fits() {
+        let (live, chains) = two_peaks();
+        // Allowance 49: 30 costs 50, 40 costs 20 + 10 = 30.
+        let below_peak = [0, 100];
+        assert_eq!(smallest_target(&live, &chains, 49, below_peak), Some(40));
+        assert_eq!(smallest_target(&live, &chains, 50, below_peak), Some(30));
+        assert_eq!(smallest_target(&live, &chains, 4, below_peak), None);
+        // Only targets in the range count; its low end is one (35 costs what 30 does).
+        assert_eq!(smallest_target(&live, &chains, 50, [35, 100]), Some(35));
+        assert_eq!(smallest_target(&live, &chains, 49, [35, 100]), Some(40));
+        assert_eq!(smallest_target(&live, &chains, 15, [45, 100]), Some(50));
+    }
+}
