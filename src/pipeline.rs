@@ -374,7 +374,10 @@ const TRIAL_WORK_PER_NODE: u64 = 20_000;
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
 /// once more with every option. The budget's work is one account for the whole stage: half
 /// is kept for the final plan, and the first plan and each candidate may spend a quarter of
-/// what is left of the other half, so the stage never spends more than the budget. Without a
+/// what is left of the other half, so the stage never spends more than the budget. The
+/// trials' safety stop is the split search's deadline (`--split-time`), and the final plan's is
+/// `--time-limit` counted from the end of the search, so no plan's result depends on the time the
+/// search took. Without a
 /// mode the result is never larger than the unsplit plan: the rewrite is dropped when its final
 /// plan is not smaller.
 fn plan_split(
@@ -396,18 +399,25 @@ fn plan_split(
         modes: crate::modes::ModeOptions::default(),
         ..options.clone()
     };
-    let search_work = std::cell::Cell::new(budget.work / 2);
-    let plan_trial = |model: ModelProto| -> Result<Planned> {
-        let planned = plan_proto(path, model, &trial, &budget.part_of(search_work.get() / 4))?;
-        search_work.set(search_work.get().saturating_sub(planned.work));
-        Ok(planned)
-    };
     // The split search's own allowance (`--split-time`): each trial is charged its planner's
     // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
     // the work is spent or the time is up (the safety stop).
     let split_budget = Budget {
         cancel: budget.cancel.clone(),
         ..Budget::within(options.split.search_time)
+    };
+    // The trials' planners stop on their work; their safety stop is the split search's
+    // deadline, not --time-limit's, which would otherwise stop every trial made after it (the
+    // result would then depend on the machine's load).
+    let search_work = std::cell::Cell::new(budget.work / 2);
+    let plan_trial = |model: ModelProto| -> Result<Planned> {
+        let trial_budget = Budget {
+            deadline: split_budget.deadline,
+            ..budget.part_of(search_work.get() / 4)
+        };
+        let planned = plan_proto(path, model, &trial, &trial_budget)?;
+        search_work.set(search_work.get().saturating_sub(planned.work));
+        Ok(planned)
     };
     let split_work = std::cell::Cell::new(split_budget.work);
     let ended = std::cell::Cell::new(plan::Ending::Complete);
@@ -456,7 +466,11 @@ fn plan_split(
         ..options.split
     };
     let outcome = split::search(&first, &split_options, &budgeted_trial)?;
-    let budget = &budget.part_of(budget.work - budget.work / 2 + search_work.get());
+    // The final plan's planners get the work left and --time-limit anew as their safety stop.
+    let budget = &Budget {
+        deadline: Instant::now().checked_add(options.time_limit),
+        ..budget.part_of(budget.work - budget.work / 2 + search_work.get())
+    };
     let chains = outcome.info.chains.len();
     // Without a mode the first plan was made with the final options: it is the unsplit
     // plan, and the split is kept only when its final plan is smaller still.

@@ -17,7 +17,7 @@ use crate::onnx::proto::AttributeProto;
 /// The most dimensions a shape listed by a tensor of unknown values may have (the shape input of
 /// `Reshape`, `Expand` and `ConstantOfShape`): real models use a handful, and a corrupt length must not make
 /// inference allocate without bound.
-pub const MAX_LISTED_RANK: usize = 1024;
+const MAX_LISTED_RANK: usize = 1024;
 
 /// A shape rule: reads the node's inputs through the context and sets its output types.
 pub type Rule = fn(&mut NodeCtx) -> Result<()>;
@@ -223,7 +223,7 @@ impl<'a> NodeCtx<'a> {
 
     /// The rank that 1-D input `i`, a list of sizes whose values are unknown, gives its output:
     /// its length when known. An input error when the length is negative or above
-    /// [`MAX_LISTED_RANK`].
+    /// `MAX_LISTED_RANK`.
     pub fn listed_rank(&self, i: usize) -> Result<Option<usize>> {
         let Some(len) = self
             .opt_shape(i)
