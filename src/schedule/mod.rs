@@ -1,9 +1,12 @@
-//! Execution order: the stored node order when it is topological, else a stable topological sort.
+//! Execution order: the stored node order when it is topological, else a stable topological sort;
+//! memory-aware candidate orders; an order's work moved just in time.
 
 mod frontier;
+mod just_in_time;
 mod memory;
 mod topo;
 
 pub use frontier::{FrontierLimits, FrontierOrder, frontier_order};
+pub use just_in_time::just_in_time;
 pub use memory::{FRONTIER_LIMITS, Scheduled, memory_order};
 pub use topo::topological_order;

@@ -105,6 +105,9 @@ pub fn search(
     let mut current: Option<(ModelProto, Planned)> = None;
     let mut spent = false;
     let mut aim = options.budget.is_none();
+    // The state before a reorder and whether the reorder lowered the score, while no split
+    // has followed it.
+    let mut reordered: Option<(Option<(ModelProto, Planned)>, bool)> = None;
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let best = score(planned);
@@ -140,8 +143,34 @@ pub fn search(
                 aim = false;
                 continue;
             }
-            break;
+            // No split lowers the peak: perhaps the order runs earlier blocks ahead of need
+            // there. Run the plan's order just in time, kept unless the planner finds it
+            // worse (at an equal score the peak may have moved where a split pays).
+            if let Some((before, improved)) = reordered.take() {
+                // The reorder let no split in: unless it lowered the score itself, the plan
+                // before it stands.
+                if !improved {
+                    current = before;
+                }
+                break;
+            }
+            if spent {
+                break;
+            }
+            let proto = current.as_ref().map_or(&first.original, |c| &c.0);
+            let (model, order) = rows::sink::just_in_time_model(proto, planned);
+            let Some(trial) = plan(model.clone())? else {
+                break;
+            };
+            if score(&trial) > best {
+                break;
+            }
+            let improved = score(&trial) < best;
+            origin = order.iter().map(|&n| origin[n]).collect();
+            reordered = Some((current.replace((model, trial)), improved));
+            continue;
         };
+        reordered = None;
         used += candidate.extra_macs();
         let graph = &planned.model.graph;
         chains.push(match &candidate.cut {
@@ -222,7 +251,7 @@ pub fn arena(planned: &Planned) -> u64 {
 }
 
 /// The model with its nodes in the plan's execution order (so the order is the stored one).
-fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> ModelProto {
+pub(super) fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> ModelProto {
     let mut out = model.clone();
     let g = out.graph.as_mut().expect("a loaded model has a graph");
     let nodes = std::mem::take(&mut g.node);

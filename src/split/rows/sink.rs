@@ -6,12 +6,31 @@
 //! projection computed up front). Each later rewrite inherits that order; when the later
 //! splits lower the other peaks, the hoisted blocks set the peak. Sinking them back before
 //! each rewrite gives the planner a stored order where each block runs when its output is
-//! needed.
+//! needed. When no rewrite lowers the peak because the hoisted blocks set it, the search
+//! plans the whole model run just in time ([`just_in_time_model`]), which moves whole blocks.
 
 use std::collections::HashMap;
 
 use super::estimate::bytes;
 use crate::ir::{Graph, NodeId, ValueId, ValueKind};
+use crate::onnx::proto::ModelProto;
+use crate::pipeline::Planned;
+
+/// `proto` (planned as `planned`) with its nodes in the plan's order run just in time
+/// ([`crate::schedule::just_in_time`]: groups of nodes, one block of an earlier split from its
+/// Slices to its part of the output, also move as one), and that order as the planned graph's
+/// nodes. When a search round finds no split that lowers the peak because the plan runs the
+/// blocks of an earlier split ahead of need there, planning this order takes them back.
+pub fn just_in_time_model(proto: &ModelProto, planned: &Planned) -> (ModelProto, Vec<NodeId>) {
+    let graph = &planned.model.graph;
+    let order = crate::schedule::just_in_time(graph, &planned.table.schedule, &|v| {
+        run_time_bytes(graph, v)
+    });
+    (
+        super::super::search::in_schedule_order(proto, &order),
+        order,
+    )
+}
 
 /// `order` with each node whose outputs take at least the bytes of the inputs it reads last
 /// moved just before its first reader (nodes that make graph outputs, or that nothing reads,
