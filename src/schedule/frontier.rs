@@ -397,17 +397,8 @@ fn next_ready(model: &Model, state: &State, v: NodeId, done: &[u64]) -> Vec<Node
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx::proto::{GraphProto, NodeProto, ValueInfoProto};
-
-    fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
-        NodeProto {
-            op_type: Some(op.into()),
-            domain: Some("test".into()),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: outputs.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        }
-    }
+    use crate::onnx::proto::{GraphProto, ValueInfoProto};
+    use crate::schedule::test_nodes::node;
 
     /// Live bytes after running `order` (every node once) from the start state.
     fn live_after(model: &Model, order: &[NodeId], start_live: u64) -> u64 {

@@ -179,17 +179,8 @@ fn reads(graph: &Graph, n: NodeId) -> impl Iterator<Item = &ValueId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx::proto::{GraphProto, NodeProto, ValueInfoProto};
-
-    fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
-        NodeProto {
-            op_type: Some(op.into()),
-            domain: Some("test".into()),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: outputs.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        }
-    }
+    use crate::onnx::proto::{GraphProto, ValueInfoProto};
+    use crate::schedule::test_nodes::node;
 
     /// Two blocks of a split attention run ahead of need: from input x (1 byte), S0 and S1
     /// make scores s0, s1 (10 bytes each), M0 and M1 their softmax m0, m1 (10 each), V the

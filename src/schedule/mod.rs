@@ -4,6 +4,8 @@
 mod frontier;
 mod just_in_time;
 mod memory;
+#[cfg(test)]
+mod test_nodes;
 mod topo;
 
 pub use frontier::{FrontierLimits, FrontierOrder, frontier_order};
