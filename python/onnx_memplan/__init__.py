@@ -156,6 +156,7 @@ def plan(
     include_io: bool = True,
     split: Optional[str] = None,
     split_overhead: Optional[float] = None,
+    split_time: Optional[float] = None,
     budget: Union[int, str, None] = None,
     search_time: Optional[float] = None,
     search_work: Optional[int] = None,
@@ -190,7 +191,9 @@ def plan(
     - include_io: place graph inputs and outputs in the arena (False: --exclude-io).
     - split: "auto" or "off": tile the chains that set the peak (a rewrite of the model, kept
       only when it helps; default "off", or "auto" with a budget); split_overhead: extra
-      multiply-accumulates the split may add, percent (default 10).
+      multiply-accumulates the split may add, percent (default 10); split_time: seconds the
+      split search may take (default 60, a safety stop: it spends 30 million work units per
+      second first).
     - budget: device bytes (an int, or a string such as "4MiB"): buffers wait in host memory
       between uses.
     - tiers: memory tiers, fastest first: "NAME:CAPACITY[:LATENCY:BANDWIDTH]" strings or tuples
@@ -223,6 +226,7 @@ def plan(
         include_io=include_io,
         split=split,
         split_overhead=split_overhead,
+        split_time=split_time,
         budget=budget,
         search_time=search_time,
         search_work=search_work,

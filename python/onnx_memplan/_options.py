@@ -72,6 +72,7 @@ PLAN_OPTIONS: Dict[str, Tuple[str, Any, Callable[[Any], List[str]]]] = {
     "include_io": ("--exclude-io", True, _switch_off("--exclude-io")),
     "split": ("--split", None, _value("--split")),
     "split_overhead": ("--split-overhead", None, _value("--split-overhead")),
+    "split_time": ("--split-time", None, _value("--split-time")),
     "budget": ("--budget", None, _value("--budget")),
     "search_time": ("--search-time", None, _value("--search-time")),
     "search_work": ("--search-work", None, _value("--search-work")),
