@@ -409,29 +409,25 @@ fn plan_split(
     // The trials' planners stop on their work; their safety stop is the split search's
     // deadline, not --time-limit's, which would otherwise stop every trial made after it (the
     // result would then depend on the machine's load).
+    // Each trial also adds to the pace, the seconds per node the trials took so far: a trial
+    // that would end past the deadline does not start (one cannot be stopped halfway).
     let search_work = std::cell::Cell::new(budget.work / 2);
+    let pace = std::cell::Cell::new((0.0f64, 0u64));
+    let nodes_of = |m: &ModelProto| m.graph.as_ref().map_or(0, |g| g.node.len() as u64);
     let plan_trial = |model: ModelProto| -> Result<Planned> {
+        let (nodes, started) = (nodes_of(&model), Instant::now());
         let trial_budget = Budget {
             deadline: split_budget.deadline,
             ..budget.part_of(search_work.get() / 4)
         };
         let planned = plan_proto(path, model, &trial, &trial_budget)?;
         search_work.set(search_work.get().saturating_sub(planned.work));
-        Ok(planned)
-    };
-    let split_work = std::cell::Cell::new(split_budget.work);
-    let ended = std::cell::Cell::new(plan::Ending::Complete);
-    let nodes_of = |m: &ModelProto| m.graph.as_ref().map_or(0, |g| g.node.len() as u64);
-    // Seconds per node the trials took so far: a trial that would end past the deadline does
-    // not start (a single trial cannot be stopped halfway).
-    let pace = std::cell::Cell::new((0.0f64, 0u64));
-    let timed_trial = |model: ModelProto| -> Result<Planned> {
-        let (nodes, started) = (nodes_of(&model), Instant::now());
-        let planned = plan_trial(model)?;
         let (seconds, counted) = pace.get();
         pace.set((seconds + started.elapsed().as_secs_f64(), counted + nodes));
         Ok(planned)
     };
+    let split_work = std::cell::Cell::new(split_budget.work);
+    let ended = std::cell::Cell::new(plan::Ending::Complete);
     let budgeted_trial = |model: ModelProto| -> Result<Option<Planned>> {
         let nodes = nodes_of(&model);
         let charge = nodes.saturating_mul(TRIAL_WORK_PER_NODE);
@@ -451,7 +447,7 @@ fn plan_split(
             ended.set(stop);
             return Ok(None);
         }
-        let planned = timed_trial(model)?;
+        let planned = plan_trial(model)?;
         split_work.set(
             split_work
                 .get()
@@ -459,7 +455,7 @@ fn plan_split(
         );
         Ok(Some(planned))
     };
-    let first = timed_trial(proto)?;
+    let first = plan_trial(proto)?;
     budget.report_phase("splitting");
     let split_options = SplitOptions {
         budget: options.modes.budget,
@@ -515,6 +511,29 @@ fn plan_split(
     Ok(planned)
 }
 
+/// The liveness of the order `schedule` chooses, and its method: the stored order (whose
+/// analysis is given), or the memory-aware search's best under `bound` of `analyse`.
+pub(crate) fn chosen_order(
+    graph: &crate::ir::Graph,
+    (stored, stored_liveness): (&[usize], Liveness),
+    schedule: ScheduleChoice,
+    budget: &Budget,
+    analyse: &dyn Fn(&[usize]) -> Result<Liveness>,
+    bound: &dyn Fn(&Liveness) -> u64,
+) -> Result<(Liveness, &'static str)> {
+    if schedule == ScheduleChoice::Stored {
+        return Ok((stored_liveness, "stored"));
+    }
+    budget.report_phase("ordering");
+    let mut score = |order: &[usize]| analyse(order).map(|l| bound(&l));
+    let (best, _) = schedule::memory_order(graph, stored, &mut score)?;
+    if best.method == "stored" {
+        Ok((stored_liveness, "stored"))
+    } else {
+        Ok((analyse(&best.order)?, best.method))
+    }
+}
+
 /// The pass on a decoded model; the table's `model.sha256` is left empty for the caller.
 fn plan_proto(
     path: &Path,
@@ -554,19 +573,15 @@ fn plan_proto(
     };
     let stored_liveness = best_liveness(&stored).map_err(|e| prefix(path, e))?;
     let stored_bound = bound(&stored_liveness);
-    let (liveness, method) = match options.schedule {
-        ScheduleChoice::Stored => (stored_liveness, "stored"),
-        ScheduleChoice::Memory => {
-            budget.report_phase("ordering");
-            let mut score = |order: &[usize]| best_liveness(order).map(|l| bound(&l));
-            let (best, _) = schedule::memory_order(graph, &stored, &mut score)?;
-            if best.method == "stored" {
-                (stored_liveness, "stored")
-            } else {
-                (best_liveness(&best.order)?, best.method)
-            }
-        }
-    };
+    let (liveness, method) = chosen_order(
+        graph,
+        (&stored, stored_liveness),
+        options.schedule,
+        budget,
+        &best_liveness,
+        &bound,
+    )
+    .map_err(|e| prefix(path, e))?;
     let mut problem = problem_of(&liveness, alignment);
     let shared = crate::modes::prepare(typed, &liveness, &options.modes, &mut problem)?;
 

@@ -28,7 +28,7 @@ use crate::infer::InferOptions;
 use crate::liveness::{Liveness, analyse_with};
 use crate::onnx::proto::ModelProto;
 use crate::pipeline::{
-    Options, Planned, ScheduleChoice, Timings, fixed_table, plan_options, prefix, problem_of,
+    Options, Planned, Timings, chosen_order, fixed_table, plan_options, prefix, problem_of,
     solve_checked, type_model,
 };
 use crate::plan::{self, Budget, ParametricPlan, Point, SymProblem, plan_parametric};
@@ -49,29 +49,23 @@ pub fn plan_ranges(
     let (_, at_max, _) = type_model(path, proto.clone(), &bound_at(&options.infer, &upper))?;
     let graph = &at_max.graph;
     let alignment = options.liveness.alignment.max(1);
-    let analyse = |order: Vec<usize>| analyse_with(graph, order, options.liveness, &|_| false);
+    let analyse =
+        |order: &[usize]| analyse_with(graph, order.to_vec(), options.liveness, &|_| false);
     let bound = |l: &Liveness| plan::max_live_bound(&problem_of(l, alignment));
     let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
-    let stored_liveness = analyse(stored.clone()).map_err(|e| prefix(path, e))?;
+    let stored_liveness = analyse(&stored).map_err(|e| prefix(path, e))?;
     let stored_bound = bound(&stored_liveness);
     // `--schedule memory`: the order whose peak is lowest at the upper corner, where the
     // upper-bound plan is made; every size below it is planned in the same order.
-    let (liveness, method) = match options.schedule {
-        ScheduleChoice::Stored => (stored_liveness, "stored"),
-        ScheduleChoice::Memory => {
-            budget.report_phase("ordering");
-            let mut score = |order: &[usize]| analyse(order.to_vec()).map(|l| bound(&l));
-            let (best, _) = schedule::memory_order(graph, &stored, &mut score)?;
-            if best.method == "stored" {
-                (stored_liveness, "stored")
-            } else {
-                (
-                    analyse(best.order).map_err(|e| prefix(path, e))?,
-                    best.method,
-                )
-            }
-        }
-    };
+    let (liveness, method) = chosen_order(
+        graph,
+        (&stored, stored_liveness),
+        options.schedule,
+        budget,
+        &analyse,
+        &bound,
+    )
+    .map_err(|e| prefix(path, e))?;
     let sized =
         sizes::size(&symbolic.graph, graph, &liveness, ranges).map_err(|e| prefix(path, e))?;
     for (name, reason) in sized.upper_bound_reasons(graph, &liveness) {
