@@ -426,33 +426,26 @@ fn plan_split(
         pace.set((seconds + started.elapsed().as_secs_f64(), counted + nodes));
         Ok(planned)
     };
-    let split_work = std::cell::Cell::new(split_budget.work);
-    let ended = std::cell::Cell::new(plan::Ending::Complete);
+    // One meter for the search: trials and the estimates that rank them draw on it.
+    let meter = std::cell::RefCell::new(split_budget.meter());
+    let late = std::cell::Cell::new(false);
+    let spend = |units: u64| meter.borrow_mut().spend(units);
     let budgeted_trial = |model: ModelProto| -> Result<Option<Planned>> {
         let nodes = nodes_of(&model);
-        let charge = nodes.saturating_mul(TRIAL_WORK_PER_NODE);
-        if split_work.get() < charge {
-            ended.set(plan::Ending::Work);
+        if !spend(nodes.saturating_mul(TRIAL_WORK_PER_NODE)) || !meter.borrow_mut().running() {
             return Ok(None);
         }
         let (seconds, counted) = pace.get();
         let expected = Duration::from_secs_f64(seconds * nodes as f64 / counted.max(1) as f64);
-        let late = split_budget
+        if split_budget
             .deadline
-            .is_some_and(|d| Instant::now() + expected >= d);
-        if let Some(stop) = split_budget
-            .stopped()
-            .or(late.then_some(plan::Ending::Time))
+            .is_some_and(|d| Instant::now() + expected >= d)
         {
-            ended.set(stop);
+            late.set(true);
             return Ok(None);
         }
         let planned = plan_trial(model)?;
-        split_work.set(
-            split_work
-                .get()
-                .saturating_sub(charge.saturating_add(planned.work)),
-        );
+        spend(planned.work);
         Ok(Some(planned))
     };
     let first = plan_trial(proto)?;
@@ -461,7 +454,11 @@ fn plan_split(
         budget: options.modes.budget,
         ..options.split
     };
-    let outcome = split::search(&first, &split_options, &budgeted_trial)?;
+    let outcome = split::search(&first, &split_options, &budgeted_trial, &spend)?;
+    let ended = match meter.borrow().ending() {
+        plan::Ending::Complete if late.get() => plan::Ending::Time,
+        ending => ending,
+    };
     // The final plan's planners get the work left and --time-limit anew as their safety stop.
     let budget = &Budget {
         deadline: Instant::now().checked_add(options.time_limit),
@@ -506,7 +503,7 @@ fn plan_split(
     planned.table.splits = Some(info);
     planned.table.stats.searches.push(emit::SearchEnd {
         planner: "split".into(),
-        ended_by: ended.get().name().into(),
+        ended_by: ended.name().into(),
     });
     Ok(planned)
 }

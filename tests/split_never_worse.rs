@@ -95,3 +95,55 @@ fn the_split_search_stops_on_its_allowance_and_says_so() {
     assert_eq!(split_end(&auto), ["complete"]);
     assert!(split_end(&off).is_empty());
 }
+
+/// The estimates that rank the candidates draw on the split search's allowance, not only the
+/// trial plans: on mobilenet_v2 they are charged before the first trial, and with half of
+/// what they cost the search ends without planning any trial (so an allowance bounds the
+/// whole search, however many chains and grids a model offers).
+#[test]
+fn the_candidates_estimates_are_charged_to_the_split_allowance() {
+    use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
+    use onnx_memplan::split::{SplitOptions, search};
+    use std::cell::Cell;
+
+    let mut options = Options {
+        schedule: ScheduleChoice::Memory,
+        ..Options::default()
+    };
+    options.infer.dims.insert("batch".into(), 1);
+    let first = plan_model(&root().join("models/mobilenet_v2.onnx"), &options).unwrap();
+    let split = SplitOptions::default();
+    // Unlimited: count what is spent until the first trial, which ends the search.
+    let spent = Cell::new(0u64);
+    let before_trial = Cell::new(None);
+    let spend = |units: u64| {
+        spent.set(spent.get() + units);
+        true
+    };
+    let stop_at_trial = |_model| {
+        before_trial.set(Some(spent.get()));
+        Ok(None)
+    };
+    let outcome = search(&first, &split, &stop_at_trial, &spend).unwrap();
+    assert!(outcome.info.chains.is_empty());
+    let estimates = before_trial
+        .get()
+        .expect("mobilenet_v2 has a candidate to try");
+    assert!(estimates > 0, "the estimates were not charged");
+    // Half of that: no trial starts.
+    let left = Cell::new(estimates / 2);
+    let trials = Cell::new(0);
+    let limited = |units: u64| {
+        let ok = units <= left.get();
+        left.set(left.get().saturating_sub(units));
+        ok
+    };
+    let count_trial = |_model| {
+        trials.set(trials.get() + 1);
+        Ok(None)
+    };
+    let outcome = search(&first, &split, &count_trial, &limited).unwrap();
+    assert_eq!(trials.get(), 0, "a trial ran after the allowance was spent");
+    assert!(outcome.info.chains.is_empty());
+    assert_eq!(outcome.info.arena_after, outcome.info.arena_before);
+}

@@ -10,6 +10,28 @@ use super::tiling::{Tile, Tiling};
 use crate::emit::Table;
 use crate::ir::{Graph, NodeId, ValueId};
 
+/// Work units charged per chain node for each strip or tile an estimate visits (a region
+/// propagated, a tile's working set summed), about 10 ns of one core each as the planners'
+/// units are (see [`crate::plan::WORK_PER_SECOND`]).
+pub const UNITS_PER_NODE_VISIT: u64 = 16;
+
+/// The work of cutting a chain of `nodes` nodes by `grid`: its `rows + cols` strips
+/// propagated (which [`crate::split::tiling::tile_within`] does before it gives up on a grid).
+pub fn strips_work(nodes: usize, [rows, cols]: [usize; 2]) -> u64 {
+    (nodes * (rows + cols)) as u64 * UNITS_PER_NODE_VISIT
+}
+
+/// The work of a tiling's `rows × cols` tiles: each built from its strips and its working set
+/// estimated.
+pub fn tiles_work(nodes: usize, [rows, cols]: [usize; 2]) -> u64 {
+    (nodes * rows * cols) as u64 * UNITS_PER_NODE_VISIT
+}
+
+/// The work of building chains (each node's rule and reads looked up once per chain).
+pub fn chains_work(chains: &[Chain]) -> u64 {
+    chains.iter().map(|c| c.nodes.len() as u64).sum::<u64>() * UNITS_PER_NODE_VISIT
+}
+
 /// Bytes in use at each step of a plan: the union of the byte ranges of the tensors live
 /// there, summed over the arenas.
 pub fn live_bytes(table: &Table) -> Vec<u64> {

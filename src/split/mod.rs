@@ -25,6 +25,14 @@ pub mod upsample;
 
 pub use search::{Outcome, search};
 
+/// The split search's account of its allowance: `spend(units)` charges work units (chain
+/// estimates, trial plans) and is false once the allowance is spent or its time is up.
+pub type Spend<'a> = &'a dyn Fn(u64) -> bool;
+
+/// The search's allowance ran out while it ranked candidates (see [`Spend`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Spent;
+
 use crate::emit::Table;
 
 /// Whether the pass may split operators.
@@ -48,7 +56,8 @@ pub struct SplitOptions {
     /// first splits the steps whose operands alone exceed it.
     pub budget: Option<u64>,
     /// Seconds the search may take (`--split-time`): it spends [`crate::plan::WORK_PER_SECOND`]
-    /// work units per second, charged per trial plan, with the time as a safety stop.
+    /// work units per second, charged per trial plan and per candidate estimate, with the time
+    /// as a safety stop.
     pub search_time: std::time::Duration,
 }
 

@@ -2,18 +2,19 @@
 //! chain's grid within the MAC allowance, rewrite, re-plan, and keep a rewrite only when the
 //! arena drops; repeat while it helps.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
-use super::SplitOptions;
 use super::chain::{Chain, chains_around};
-use super::estimate::{ChainEstimate, live_bytes, step_operands};
+use super::estimate::{chains_work, live_bytes, step_operands, strips_work, tiles_work};
 use super::macs::graph_macs;
 use super::rewrite::rewrite;
 use super::rows::rewrite::rewrite_rows;
 use super::rows::{self, Blocking};
+use super::target::grade;
 use super::tiling::{Tiling, tile_within};
+use super::{Spend, Spent, SplitOptions};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitsInfo};
 use crate::onnx::proto::ModelProto;
 use crate::pipeline::Planned;
@@ -74,12 +75,14 @@ impl Candidate {
 }
 
 /// Runs the search from `first`, the plan of the input model; `plan` plans a rewritten model
-/// (nodes in execution order) the same way, or gives `None` when the search's budget is spent:
-/// the search then ends with the chains accepted so far.
+/// (nodes in execution order) the same way, or gives `None` when the search's budget is spent,
+/// and `spend` charges the estimates that rank the candidates to the same budget: the search
+/// then ends with the chains accepted so far.
 pub fn search(
     first: &Planned,
     options: &SplitOptions,
     plan: &dyn Fn(ModelProto) -> Result<Option<Planned>>,
+    spend: Spend,
 ) -> Result<Outcome> {
     let source = &first.model.graph;
     let labels: Vec<(String, String)> = source
@@ -111,7 +114,17 @@ pub fn search(
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let best = score(planned);
-        let mut candidates = candidates(planned, &origin, allowance - used, options.budget, aim);
+        let found = candidates(
+            planned,
+            &origin,
+            allowance - used,
+            options.budget,
+            aim,
+            spend,
+        );
+        let Ok(mut candidates) = found else {
+            break;
+        };
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
@@ -263,15 +276,17 @@ pub(super) fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> Model
 /// estimate first: when `aim`ing (without a budget, until a round finds nothing), its
 /// cheapest grid whose estimate of the chain's own peak reaches the plan's target arena
 /// ([`super::target::target`]), else (or when no target fits) its grid of the best estimate;
-/// the chains of the target's cover first. The hot steps are those whose operands exceed the budget, if any do; else
-/// those where the live bytes peak.
+/// the chains of the target's cover first. The hot steps are those whose operands exceed the
+/// budget, if any do; else those where the live bytes peak. The estimates are charged to
+/// `spend`.
 fn candidates(
     planned: &Planned,
     origin: &[Option<usize>],
     allowance: u64,
     budget: Option<u64>,
     aim: bool,
-) -> Vec<Candidate> {
+    spend: Spend,
+) -> Result<Vec<Candidate>, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let live = live_bytes(&planned.table);
@@ -290,55 +305,75 @@ fn candidates(
     } else {
         over
     };
+    let table = &planned.table;
     let allowed = |n: usize| origin[n].is_some();
     let mut seen = HashSet::new();
     let mut found = Vec::new();
     let fine = budget.is_some();
     // Without a budget, every chain aims at one target arena (cheapest grid reaching it).
-    let (target, cover) = aim
-        .then(|| super::target::target(planned, &allowed, &grids(false), allowance))
-        .flatten()
-        .map_or((None, Vec::new()), |(t, cover)| (Some(t), cover));
+    let (aimed, mut graded) = match aim {
+        true => {
+            let found = super::target::target(planned, &allowed, &grids(false), allowance, spend)?;
+            (found.target, found.graded)
+        }
+        false => (None, HashMap::new()),
+    };
+    let (target, cover) = aimed.map_or((None, Vec::new()), |(t, cover)| (Some(t), cover));
     let rank = |estimate: u64, inside: u64, macs: u64| match target {
         Some(t) if inside <= t => (false, macs, inside, estimate),
         _ => (true, estimate, inside, macs),
     };
     for step in hot {
-        for chain in chains_around(graph, order, step, &allowed) {
+        let around = chains_around(graph, order, step, &allowed);
+        if !spend(chains_work(&around)) {
+            return Err(Spent);
+        }
+        for chain in around {
             let start = step_of(order, chain.nodes[0]);
             let end = step_of(order, chain.nodes[chain.nodes.len() - 1]);
             if !seen.insert((start, end)) {
                 continue;
             }
-            let mut best: Option<Candidate> = None;
             let covers = cover.contains(&[start, end]);
-            let estimates = ChainEstimate::new(graph, &planned.table, &live, &chain, [start, end]);
-            for [rows, cols] in grids(fine) {
-                {
-                    let Some(tiling) = tile_within(graph, &chain, [rows, cols], allowance) else {
-                        continue;
-                    };
-                    let (estimate, inside) = estimates.of(&chain, &tiling);
-                    let better = best.as_ref().is_none_or(|b| {
-                        rank(estimate, inside, tiling.extra_macs)
-                            < rank(b.estimate, b.inside, b.extra_macs())
-                    });
-                    if better {
-                        best = Some(Candidate {
-                            cut: Cut::Tiles(chain.clone(), tiling),
-                            covers,
-                            start,
-                            estimate,
-                            inside,
-                        });
-                    }
-                }
+            let steps = [start, end];
+            let grades = match graded.remove(&steps) {
+                Some(g) => g,
+                None => grade(
+                    graph,
+                    table,
+                    &live,
+                    &chain,
+                    steps,
+                    &grids(fine),
+                    allowance,
+                    spend,
+                )?,
+            };
+            // The best by rank, the first of equals in grid order.
+            let best = grades
+                .into_iter()
+                .enumerate()
+                .min_by_key(|(i, g)| (rank(g.estimate, g.inside, g.extra_macs), *i));
+            let Some((_, best)) = best else {
+                continue;
+            };
+            let n = chain.nodes.len();
+            if !spend(strips_work(n, best.grid) + tiles_work(n, best.grid)) {
+                return Err(Spent);
             }
-            found.extend(best);
+            let tiling = tile_within(graph, &chain, best.grid, allowance)
+                .expect("a graded grid cuts its chain");
+            found.push(Candidate {
+                cut: Cut::Tiles(chain, tiling),
+                covers,
+                start,
+                estimate: best.estimate,
+                inside: best.inside,
+            });
         }
     }
     found.extend(
-        rows::candidates(planned, &live, &allowed)
+        rows::candidates(planned, &live, &allowed, spend)?
             .into_iter()
             .map(|b| Candidate {
                 covers: false,
@@ -358,7 +393,7 @@ fn candidates(
         matches!((&a.cut, &b.cut), (Cut::Tiles(..), Cut::Tiles(..)))
             && (a.estimate, a.inside, a.extra_macs()) == (b.estimate, b.inside, b.extra_macs())
     });
-    found
+    Ok(found)
 }
 
 /// The grids tried: every grid up to 8×8, and under a budget also square grids and row

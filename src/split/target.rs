@@ -3,25 +3,95 @@
 //! smallest one whose chains fit the MAC allowance together; so the first chain split does not
 //! spend the allowance that a later peak needs.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
-use super::chain::chains_around_except;
-use super::estimate::{ChainEstimate, live_bytes};
+use super::chain::{Chain, chains_around_except};
+use super::estimate::{ChainEstimate, chains_work, live_bytes, strips_work, tiles_work};
 use super::tiling::tile_within;
+use super::{Spend, Spent};
+use crate::emit::Table;
+use crate::ir::Graph;
 use crate::pipeline::Planned;
+
+/// One grid of a chain, estimated.
+#[derive(Clone, Copy, Debug)]
+pub struct Graded {
+    /// The grid (rows, columns).
+    pub grid: [usize; 2],
+    /// The estimated arena with the chain cut by it.
+    pub estimate: u64,
+    /// The chain's own part of the estimate (without the peak outside the chain).
+    pub inside: u64,
+    /// The multiply-accumulates its halos recompute.
+    pub extra_macs: u64,
+}
+
+/// Every grid of `grids` that cuts `chain` (over `steps` of the plan whose live bytes per
+/// step are `live`) within `allowance` extra MACs, estimated, in the order of `grids`. A grid
+/// with at least the rows and columns of one that failed is not tried: it recomputes more.
+/// The work is charged to `spend`.
+#[allow(clippy::too_many_arguments)]
+pub fn grade(
+    graph: &Graph,
+    table: &Table,
+    live: &[u64],
+    chain: &Chain,
+    steps: [usize; 2],
+    grids: &[[usize; 2]],
+    allowance: u64,
+    spend: Spend,
+) -> Result<Vec<Graded>, Spent> {
+    let estimates = ChainEstimate::new(graph, table, live, chain, steps);
+    let n = chain.nodes.len();
+    let mut failed: Vec<[usize; 2]> = Vec::new();
+    let mut graded = Vec::new();
+    for &grid in grids {
+        if failed.iter().any(|f| grid[0] >= f[0] && grid[1] >= f[1]) {
+            continue;
+        }
+        if !spend(strips_work(n, grid)) {
+            return Err(Spent);
+        }
+        let Some(tiling) = tile_within(graph, chain, grid, allowance) else {
+            failed.push(grid);
+            continue;
+        };
+        if !spend(tiles_work(n, grid)) {
+            return Err(Spent);
+        }
+        let (estimate, inside) = estimates.of(chain, &tiling);
+        graded.push(Graded {
+            grid,
+            estimate,
+            inside,
+            extra_macs: tiling.extra_macs,
+        });
+    }
+    Ok(graded)
+}
+
+/// What [`target`] found: the target arena and the first and last steps of the chains that
+/// cover the steps above it, if one fits, and the grids it estimated, by chain steps.
+pub struct Aim {
+    /// The target and its cover.
+    pub target: Option<(u64, Vec<[usize; 2]>)>,
+    /// Each chain's grids, keyed by the chain's first and last steps.
+    pub graded: HashMap<[usize; 2], Vec<Graded>>,
+}
 
 /// The target arena of a plan's chains and the first and last steps of the chains that
 /// cover the steps above it: the smallest estimated peak that every chain which must be split
 /// reaches with its cheapest grid of `grids`, all within `allowance` extra MACs (see
 /// [`smallest_target`]); `None` when no target below the plan's peak fits. Chains are worked
 /// out around the steps above each candidate target only, highest live bytes first, so the
-/// steps under the answer are never looked at.
+/// steps under the answer are never looked at. The estimates are charged to `spend`.
 pub fn target(
     planned: &Planned,
     allowed: &dyn Fn(usize) -> bool,
     grids: &[[usize; 2]],
     allowance: u64,
-) -> Option<(u64, Vec<[usize; 2]>)> {
+    spend: Spend,
+) -> Result<Aim, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let live = live_bytes(&planned.table);
@@ -29,32 +99,26 @@ pub fn target(
     levels.sort_unstable_by(|a, b| b.cmp(a));
     levels.dedup();
     let mut chains = Vec::new();
-    let mut seen = HashSet::new();
+    let mut graded = HashMap::new();
     let mut answer = None;
     let at = |n: usize| order.iter().position(|&o| o == n).expect("scheduled");
     for (i, &level) in levels.iter().enumerate() {
         for step in (0..live.len()).filter(|&s| live[s] == level) {
-            let known = |steps: [usize; 2]| seen.contains(&steps);
+            let known = |steps: [usize; 2]| graded.contains_key(&steps);
             let around = chains_around_except(graph, order, step, allowed, &known);
+            if !spend(chains_work(&around)) {
+                return Err(Spent);
+            }
             for chain in around {
                 let steps = [at(chain.nodes[0]), at(chain.nodes[chain.nodes.len() - 1])];
-                if !seen.insert(steps) {
+                if graded.contains_key(&steps) {
                     continue;
                 }
-                let estimates = ChainEstimate::new(graph, &planned.table, &live, &chain, steps);
-                let mut failed: Vec<[usize; 2]> = Vec::new();
-                let mut costs = Vec::new();
-                for &grid in grids {
-                    // More cuts than a grid that failed recompute more (and need more rows).
-                    if failed.iter().any(|f| grid[0] >= f[0] && grid[1] >= f[1]) {
-                        continue;
-                    }
-                    match tile_within(graph, &chain, grid, allowance) {
-                        Some(t) => costs.push((estimates.of(&chain, &t).1, t.extra_macs)),
-                        None => failed.push(grid),
-                    }
-                }
+                let table = &planned.table;
+                let g = grade(graph, table, &live, &chain, steps, grids, allowance, spend)?;
+                let costs = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
                 chains.push(ChainCost::new(steps, costs));
+                graded.insert(steps, g);
             }
         }
         // Targets in [next, level) leave exactly the steps at `level` or above to cover.
@@ -66,9 +130,8 @@ pub fn target(
             break;
         }
     }
-    let t = answer?;
-    let cover = cover(&live, &chains, t)?.1;
-    Some((t, cover))
+    let target = answer.and_then(|t| cover(&live, &chains, t).map(|c| (t, c.1)));
+    Ok(Aim { target, graded })
 }
 
 /// What one chain costs: the steps it covers and, per grid, the estimated bytes the chain

@@ -16,7 +16,9 @@ pub mod sink;
 
 use std::collections::HashSet;
 
+use super::estimate::UNITS_PER_NODE_VISIT;
 use super::region::Span;
+use super::{Spend, Spent};
 use crate::emit::{SplitChain, SplitNode};
 use crate::pipeline::Planned;
 use chain::{RowChain, row_chain};
@@ -40,12 +42,14 @@ pub struct Blocking {
 }
 
 /// The row chains through the steps where `live` (bytes live per step of the plan) peaks, each
-/// with its best block count by estimate; `allowed` says which nodes may be split.
+/// with its best block count by estimate; `allowed` says which nodes may be split. Each chain
+/// built and each estimate is charged to `spend`.
 pub fn candidates(
     planned: &Planned,
     live: &[u64],
     allowed: &dyn Fn(usize) -> bool,
-) -> Vec<Blocking> {
+    spend: Spend,
+) -> Result<Vec<Blocking>, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let opset = planned.model.opsets.version("").unwrap_or(1);
@@ -62,7 +66,12 @@ pub fn candidates(
                 continue;
             };
             for axis in 0..shape.len() {
-                let Some(chain) = row_chain(graph, order, [0, end], axis, opset, allowed) else {
+                let chain = row_chain(graph, order, [0, end], axis, opset, allowed);
+                let built = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
+                if !spend(built * UNITS_PER_NODE_VISIT) {
+                    return Err(Spent);
+                }
+                let Some(chain) = chain else {
                     continue;
                 };
                 if !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
@@ -72,6 +81,11 @@ pub fn candidates(
                     .iter()
                     .position(|&n| n == chain.nodes[0])
                     .expect("chain nodes are scheduled");
+                let tries = BLOCKS.iter().filter(|&&n| n <= chain.rows).count();
+                let work = (tries * chain.nodes.len()) as u64 * UNITS_PER_NODE_VISIT;
+                if !spend(work) {
+                    return Err(Spent);
+                }
                 let best = BLOCKS
                     .iter()
                     .filter(|&&n| n <= chain.rows)
@@ -99,7 +113,7 @@ pub fn candidates(
             }
         }
     }
-    found
+    Ok(found)
 }
 
 /// The table's record of one accepted row chain; `origin` maps the planned graph's nodes to
