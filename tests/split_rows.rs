@@ -448,3 +448,105 @@ fn fused_matmul_transposing_a_is_not_row_blocked() {
         chain.nodes
     );
 }
+
+/// The attention block in the form torch's scaled-dot-product-attention export takes (seen in
+/// `bert_sdpa`): Q and Kᵀ each scaled by a Mul (√ of 1/√d: 0.7071 for d = 4) before the
+/// scores, and the probabilities guarded by `Where(IsNaN(p), 0, p)` before ·V. Q also passes
+/// through an `Unsqueeze` / `Squeeze` pair (axes 2, as packed projections are unpacked).
+fn sdpa_attention(s: i64) -> ModelProto {
+    let mask: Vec<f32> = (0..s * s)
+        .map(|i| if i % s > i / s { -10000.0 } else { 0.0 })
+        .collect();
+    let transposed = |input: &str, output: &str, p: &[i64]| {
+        let mut t = node("Transpose", &[input], &[output]);
+        t.attribute = vec![perm(p)];
+        t
+    };
+    model(GraphProto {
+        name: Some("sdpa".into()),
+        node: vec![
+            node("MatMul", &["x", "wk"], &["k"]),
+            node("Reshape", &["k", "heads"], &["k4"]),
+            transposed("k4", "kt", &[0, 2, 3, 1]),
+            node("Mul", &["kt", "root"], &["ks"]),
+            node("MatMul", &["x", "wv"], &["v"]),
+            node("Reshape", &["v", "heads"], &["v4"]),
+            transposed("v4", "vt", &[0, 2, 1, 3]),
+            node("MatMul", &["x", "wq"], &["q0"]),
+            node("Add", &["q0", "bq"], &["q"]),
+            node("Unsqueeze", &["q", "axis2"], &["qu"]),
+            node("Squeeze", &["qu", "axis2"], &["qs"]),
+            node("Reshape", &["qs", "heads"], &["q4"]),
+            transposed("q4", "qt", &[0, 2, 1, 3]),
+            node("Mul", &["qt", "root"], &["qm"]),
+            node("MatMul", &["qm", "ks"], &["scores"]),
+            node("Add", &["scores", "mask"], &["masked"]),
+            node("Softmax", &["masked"], &["probs"]),
+            node("IsNaN", &["probs"], &["nan"]),
+            node("Where", &["nan", "zero", "probs"], &["safe"]),
+            node("MatMul", &["safe", "vt"], &["ctx"]),
+            transposed("ctx", "ct", &[0, 2, 1, 3]),
+            node("Reshape", &["ct", "merge"], &["merged"]),
+            node("MatMul", &["merged", "wo"], &["o"]),
+            node("Add", &["o", "x"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, s, 8])],
+        output: vec![float_info("y", &[1, s, 8])],
+        initializer: vec![
+            weights("wq", &[8, 8], 1.0),
+            weights("wk", &[8, 8], 2.0),
+            weights("wv", &[8, 8], 3.0),
+            weights("wo", &[8, 8], 4.0),
+            weights("bq", &[8], 5.0),
+            float_init("root", &[], &[0.70710677]),
+            float_init("zero", &[], &[0.0]),
+            float_init("mask", &[1, 1, s, s], &mask),
+            int_init("axis2", &[1], &[2]),
+            int_init("heads", &[4], &[1, s, 2, 4]),
+            int_init("merge", &[3], &[1, s, 8]),
+        ],
+        ..Default::default()
+    })
+}
+
+/// Worked by hand for S = 16 and 4 blocks: the chain making Y along the token axis holds the
+/// Q path (projection, bias, Unsqueeze and Squeeze on axis 1 of [1,S,·] and [1,S,1,8],
+/// Reshape, Transpose, the Mul), the scores, mask Add, Softmax, IsNaN and Where (all on the
+/// query axis 2), ·V, and the way back: 17 nodes. The K and V paths stay outside (read
+/// whole). The 4 blocks match the unsplit model in onnxruntime.
+#[test]
+fn the_sdpa_export_form_in_four_query_row_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("sdpa.onnx");
+    write_model(&sdpa_attention(16), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let end = order.len() - 1;
+    let chain = row_chain(graph, &order, [0, end], 1, 17, &|_| true).expect("a row chain");
+    let names: Vec<&str> = chain
+        .nodes
+        .iter()
+        .map(|&n| {
+            graph.values[graph.nodes[n].outputs[0].unwrap()]
+                .name
+                .as_str()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "q0", "q", "qu", "qs", "q4", "qt", "qm", "scores", "masked", "probs", "nan", "safe",
+            "ctx", "ct", "merged", "o", "y"
+        ]
+    );
+    assert_eq!(
+        chain.axes,
+        [1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1]
+    );
+    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &Span::parts(16, 4), "split1");
+    assert!(rewritten.copies.iter().all(|c| c.len() == 4));
+    let split = dir.path().join("sdpa.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
+}

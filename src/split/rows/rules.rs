@@ -148,6 +148,24 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
             };
             simple(vec![RowRead::Rows(*perm.get(axis)?)])
         }
+        ("", "Squeeze" | "Unsqueeze") => {
+            // The axes (attribute, or input 1 from opset 13) hold for any block; a Squeeze
+            // without them would also drop the blocked axis of a one-row block.
+            let listed = node.attr_ints("axes").is_some()
+                || node
+                    .inputs
+                    .get(1)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|v| graph.values[v].constant.is_some());
+            if !listed {
+                return None;
+            }
+            let from = reshaped_axis(&input_shape(0)?, &out_shape, axis)?;
+            let mut reads = vec![RowRead::Rows(from)];
+            reads.extend((1..node.inputs.len()).map(|i| absent_or(node, i, RowRead::Whole)));
+            simple(reads)
+        }
         ("", "Reshape") => {
             let from = reshaped_axis(&input_shape(0)?, &out_shape, axis)?;
             Some(RowRule {
