@@ -146,6 +146,20 @@ def tv_ssdlite(score_thresh=None):
     return build
 
 
+def tv_retinanet(kind):
+    """A torchvision one-stage detector (`retinanet_resnet50_fpn` or `fcos_resnet50_fpn`, the
+    RetinaNet-style heads) with random weights and 10 classes, at 320×320: its per-level TopK
+    and the batched NonMaxSuppression give data-dependent sizes."""
+    def build():
+        import torchvision
+        torch.manual_seed(0)
+        m = getattr(torchvision.models.detection, kind)(
+            weights=None, weights_backbone=None, num_classes=10, min_size=320,
+            max_size=320).eval()
+        return DetWrap(m), (torch.rand(1, 3, 320, 320),), ["images"], ["boxes", "scores", "labels"], None
+    return build
+
+
 TOKENS = ("batch", "sequence")
 
 
@@ -322,6 +336,11 @@ spec("fcn_resnet50_op11", tv("fcn_resnet50", size=256, seg=True, aux_loss=False)
 spec("ssdlite320_mobilenet_v3_large_op13", tv_ssdlite(), 13)
 spec("ssdlite320_mobilenet_v3_large_thresh_op13", tv_ssdlite(score_thresh=0.5), 13,
      family="ssdlite320_mobilenet_v3_large")
+# No score reaches 1.0: no detection at all, the post-processing's empty branch at run time.
+spec("ssdlite320_mobilenet_v3_large_nodet_op13", tv_ssdlite(score_thresh=1.0), 13,
+     family="ssdlite320_mobilenet_v3_large")
+spec("retinanet_resnet50_fpn_op13", tv_retinanet("retinanet_resnet50_fpn"), 13)
+spec("fcos_resnet50_fpn_op13", tv_retinanet("fcos_resnet50_fpn"), 13)
 spec("r3d_18_op13", tv_video, 13)
 # transformers
 BERT = dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,

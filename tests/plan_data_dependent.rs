@@ -412,3 +412,41 @@ fn an_if_decided_by_a_count_plans_both_branches_at_the_larger() {
     assert_verify_refuses(&model, &table_path, "tensor 'chosen' has Some(32) bytes");
     assert_verify_refuses(&model, &table_path, "the table lists taken If branches");
 }
+
+/// Found on torchvision's FCOS export, whose batched NMS sits in an `If` on the box count and
+/// is then sliced: a Slice of a tensor typed only at the bounds (here `y`, from the `If` of
+/// [`if_count`], [32] at the bound) must not become a view at an offset inside it, since that
+/// offset would move with the count; before, the pass planned one and its own verifier
+/// refused it ("a slice view involving a data-dependent size"), an internal error. By hand:
+/// `part` = y[16:24] (64 bytes into y: a view the default 64-byte alignment would allow) is
+/// an arena tensor of 8 float32 = 32 bytes of its own, marked `upper_bound` (it derives from
+/// `chosen`), and the table verifies.
+#[test]
+fn a_slice_of_a_tensor_typed_only_at_the_bounds_is_no_view() {
+    let mut sliced = if_count();
+    let graph = sliced.graph.as_mut().unwrap();
+    graph.node.push(node(
+        "Slice",
+        &["y", "sixteen", "twenty_four", "axis0"],
+        &["part"],
+    ));
+    graph.node.push(node("Mul", &["part", "two"], &["z"]));
+    graph.output = vec![ValueInfoProto {
+        name: Some("z".into()),
+        ..Default::default()
+    }];
+    graph.initializer.extend([
+        int_init("sixteen", &[1], &[16]),
+        int_init("twenty_four", &[1], &[24]),
+        int_init("axis0", &[1], &[0]),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (model, table_path) = plan_written(dir.path(), "if_slice", &sliced, &[]);
+    let table = read_table(&table_path);
+    let part = table.tensors.iter().find(|t| t.name == "part").unwrap();
+    assert_eq!(part.bytes, Some(32));
+    assert_eq!(part.alias_offset, None, "{part:?}");
+    assert!(part.offset.is_some());
+    assert!(part.symbolic.upper_bound);
+    assert_verifies(&model, &table_path);
+}

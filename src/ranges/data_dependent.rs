@@ -44,18 +44,19 @@ pub fn mentions_count(expr: &Expr, bounds: &BTreeMap<String, Expr>) -> bool {
     expr.symbols().iter().any(|s| bounds.contains_key(s))
 }
 
-/// The nodes of `symbolic` reading or writing a tensor sized by a count: no slice alias may
-/// form there, since a slice's offset inside its whole would move with the count.
+/// The nodes of `symbolic` reading or writing a tensor sized by a count, or typed only at the
+/// bounds (no size expression: the output of an `If` whose branches differ, and what is
+/// computed from it): no slice alias may form there, since a slice's offset inside its whole
+/// would move with the count.
 pub fn nodes_touching_counts(
     symbolic: &Graph,
     registry: &[DataDependentDim],
 ) -> Result<std::collections::BTreeSet<usize>> {
     let bounds = resolved_bounds(registry)?;
     let sized = |v: usize| {
-        symbolic.values[v]
-            .tensor_type()
-            .and_then(|t| t.shape.as_ref())
-            .is_some_and(|s| {
+        let ty = symbolic.values[v].tensor_type();
+        !super::no_expression::has_expression(ty)
+            || ty.and_then(|t| t.shape.as_ref()).is_some_and(|s| {
                 s.iter()
                     .any(|d| d.expr().is_some_and(|e| mentions_count(&e, &bounds)))
             })
