@@ -144,16 +144,19 @@ impl<'a> NodeCtx<'a> {
 
     /// The dimension of this node's data-dependent count, proven at most `bound`: a fresh
     /// symbol (registered in the report under the node's first output), or the bound itself
-    /// when typing at the bound. `Unknown` when the bound is.
+    /// when typing at the bound. `Unknown` when the bound is. A node with no output sizes
+    /// nothing: its count is not registered (the bound is returned).
     pub fn data_dependent(&mut self, bound: &Dim) -> Dim {
-        let tensor = self
+        let Some(tensor) = self
             .node
             .outputs
             .iter()
             .flatten()
             .next()
             .map(|&v| self.graph.values[v].name.clone())
-            .unwrap_or_default();
+        else {
+            return bound.clone();
+        };
         let options = self.env.options;
         let reserved = |s: &str| options.dims.contains_key(s) || options.ranges.contains_key(s);
         super::data_dependent::count_dim(
