@@ -17,11 +17,14 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::{compare_in_onnxruntime, float_info, float_init, int_init, model, node, write_model};
+use onnx_memplan::ir::{Graph, Model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::row_chain;
+use onnx_memplan::split::rows::chain::{RowChain, row_chain};
 use onnx_memplan::split::rows::rewrite::rewrite_rows;
 use onnx_memplan::split::rows::sink::sunk;
 
@@ -95,27 +98,39 @@ fn perm(values: &[i64]) -> onnx_memplan::onnx::proto::AttributeProto {
     }
 }
 
-#[test]
-fn attention_in_four_query_row_blocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("attention.onnx");
-    write_model(&attention(16), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+/// The model at `path`, typed, and the row chain (token axis 1, stored order) making the
+/// output of its last node.
+fn last_output_chain(path: &Path) -> (ModelProto, Model, RowChain) {
+    let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
+    let order: Vec<usize> = (0..typed.graph.nodes.len()).collect();
     let end = order.len() - 1;
-    let chain = row_chain(graph, &order, [0, end], 1, 17, &|_| true).expect("a row chain");
-    let names: Vec<&str> = chain
+    let chain = row_chain(&typed.graph, &order, [0, end], 1, 17, &|_| true).expect("a row chain");
+    (proto, typed, chain)
+}
+
+/// The names of the values the chain's nodes make, in execution order.
+fn made_by(graph: &Graph, chain: &RowChain) -> Vec<String> {
+    chain
         .nodes
         .iter()
         .map(|&n| {
             graph.values[graph.nodes[n].outputs[0].unwrap()]
                 .name
-                .as_str()
+                .clone()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn attention_in_four_query_row_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("attention.onnx");
+    write_model(&attention(16), &original);
+    let (proto, typed, chain) = last_output_chain(&original);
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
     assert_eq!(
-        names,
+        made_by(graph, &chain),
         [
             "q0", "q", "q4", "qt", "scores", "scaled", "masked", "probs", "ctx", "ct", "merged",
             "o", "y"
@@ -363,11 +378,9 @@ fn onnxruntime_fused_attention_in_four_query_row_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("fused.onnx");
     write_model(&fused_attention(16), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let (proto, typed, chain) = last_output_chain(&original);
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain =
-        row_chain(graph, &order, [0, order.len() - 1], 1, 17, &|_| true).expect("a row chain");
     let ops: Vec<&str> = chain
         .nodes
         .iter()
@@ -434,11 +447,8 @@ fn fused_matmul_transposing_a_is_not_row_blocked() {
     let at = g.node.iter().position(|n| n.output[0] == "qt").unwrap();
     g.node.insert(at + 1, qtt);
     write_model(&m, &path);
-    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    let (_, typed, chain) = last_output_chain(&path);
     let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain =
-        row_chain(graph, &order, [0, order.len() - 1], 1, 17, &|_| true).expect("a row chain");
     assert!(
         chain
             .nodes
@@ -519,22 +529,11 @@ fn the_sdpa_export_form_in_four_query_row_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("sdpa.onnx");
     write_model(&sdpa_attention(16), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let (proto, typed, chain) = last_output_chain(&original);
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let end = order.len() - 1;
-    let chain = row_chain(graph, &order, [0, end], 1, 17, &|_| true).expect("a row chain");
-    let names: Vec<&str> = chain
-        .nodes
-        .iter()
-        .map(|&n| {
-            graph.values[graph.nodes[n].outputs[0].unwrap()]
-                .name
-                .as_str()
-        })
-        .collect();
     assert_eq!(
-        names,
+        made_by(graph, &chain),
         [
             "q0", "q", "qu", "qs", "q4", "qt", "qm", "scores", "masked", "probs", "nan", "safe",
             "ctx", "ct", "merged", "o", "y"
