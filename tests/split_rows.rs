@@ -462,61 +462,43 @@ fn fused_matmul_transposing_a_is_not_row_blocked() {
 /// The attention block in the form torch's scaled-dot-product-attention export takes (seen in
 /// `bert_sdpa`): Q and Kᵀ each scaled by a Mul (√ of 1/√d: 0.7071 for d = 4) before the
 /// scores, and the probabilities guarded by `Where(IsNaN(p), 0, p)` before ·V. Q also passes
-/// through an `Unsqueeze` / `Squeeze` pair (axes 2, as packed projections are unpacked).
+/// through an `Unsqueeze` / `Squeeze` pair (axes 2, as packed projections are unpacked). Made
+/// from [`attention`] node by node.
 fn sdpa_attention(s: i64) -> ModelProto {
-    let mask: Vec<f32> = (0..s * s)
-        .map(|i| if i % s > i / s { -10000.0 } else { 0.0 })
-        .collect();
-    let transposed = |input: &str, output: &str, p: &[i64]| {
-        let mut t = node("Transpose", &[input], &[output]);
-        t.attribute = vec![perm(p)];
-        t
-    };
-    model(GraphProto {
-        name: Some("sdpa".into()),
-        node: vec![
-            node("MatMul", &["x", "wk"], &["k"]),
-            node("Reshape", &["k", "heads"], &["k4"]),
-            transposed("k4", "kt", &[0, 2, 3, 1]),
-            node("Mul", &["kt", "root"], &["ks"]),
-            node("MatMul", &["x", "wv"], &["v"]),
-            node("Reshape", &["v", "heads"], &["v4"]),
-            transposed("v4", "vt", &[0, 2, 1, 3]),
-            node("MatMul", &["x", "wq"], &["q0"]),
-            node("Add", &["q0", "bq"], &["q"]),
-            node("Unsqueeze", &["q", "axis2"], &["qu"]),
-            node("Squeeze", &["qu", "axis2"], &["qs"]),
-            node("Reshape", &["qs", "heads"], &["q4"]),
-            transposed("q4", "qt", &[0, 2, 1, 3]),
-            node("Mul", &["qt", "root"], &["qm"]),
-            node("MatMul", &["qm", "ks"], &["scores"]),
-            node("Add", &["scores", "mask"], &["masked"]),
-            node("Softmax", &["masked"], &["probs"]),
-            node("IsNaN", &["probs"], &["nan"]),
-            node("Where", &["nan", "zero", "probs"], &["safe"]),
-            node("MatMul", &["safe", "vt"], &["ctx"]),
-            transposed("ctx", "ct", &[0, 2, 1, 3]),
-            node("Reshape", &["ct", "merge"], &["merged"]),
-            node("MatMul", &["merged", "wo"], &["o"]),
-            node("Add", &["o", "x"], &["y"]),
-        ],
-        input: vec![float_info("x", &[1, s, 8])],
-        output: vec![float_info("y", &[1, s, 8])],
-        initializer: vec![
-            weights("wq", &[8, 8], 1.0),
-            weights("wk", &[8, 8], 2.0),
-            weights("wv", &[8, 8], 3.0),
-            weights("wo", &[8, 8], 4.0),
-            weights("bq", &[8], 5.0),
-            float_init("root", &[], &[0.70710677]),
-            float_init("zero", &[], &[0.0]),
-            float_init("mask", &[1, 1, s, s], &mask),
-            int_init("axis2", &[1], &[2]),
-            int_init("heads", &[4], &[1, s, 2, 4]),
-            int_init("merge", &[3], &[1, s, 8]),
-        ],
-        ..Default::default()
-    })
+    let mut m = attention(s);
+    let g = m.graph.as_mut().unwrap();
+    let mut nodes = Vec::new();
+    for n in std::mem::take(&mut g.node) {
+        match n.output[0].as_str() {
+            "q" => nodes.extend([
+                n,
+                node("Unsqueeze", &["q", "axis2"], &["qu"]),
+                node("Squeeze", &["qu", "axis2"], &["qs"]),
+            ]),
+            "q4" => nodes.push(node("Reshape", &["qs", "heads"], &["q4"])),
+            "qt" => nodes.extend([n, node("Mul", &["qt", "root"], &["qm"])]),
+            "kt" => nodes.extend([n, node("Mul", &["kt", "root"], &["ks"])]),
+            "scores" => nodes.push(node("MatMul", &["qm", "ks"], &["scores"])),
+            // Q and K are scaled instead.
+            "scaled" => {}
+            "masked" => nodes.push(node("Add", &["scores", "mask"], &["masked"])),
+            "probs" => nodes.extend([
+                n,
+                node("IsNaN", &["probs"], &["nan"]),
+                node("Where", &["nan", "zero", "probs"], &["safe"]),
+            ]),
+            "ctx" => nodes.push(node("MatMul", &["safe", "vt"], &["ctx"])),
+            _ => nodes.push(n),
+        }
+    }
+    g.node = nodes;
+    g.initializer.retain(|t| t.name.as_deref() != Some("scale"));
+    g.initializer.extend([
+        float_init("root", &[], &[0.70710677]),
+        float_init("zero", &[], &[0.0]),
+        int_init("axis2", &[1], &[2]),
+    ]);
+    m
 }
 
 /// Worked by hand for S = 16 and 4 blocks: the chain making Y along the token axis holds the
