@@ -33,6 +33,9 @@ Models (what each one exercises in the planner):
   vit_tiny.onnx       torchvision VisionTransformer (64x64 images, patch 8, 2 layers, hidden 96),
                       fully static dims, opset 18: LayerNormalization op, Gelu-as-Erf, attention
                       via MatMul/Softmax, class-token Concat, Gather/Slice.
+  vit_tiny_batch.onnx the same network and weights exported with a dynamic `batch` (the exporter's
+                      Shape/Gather/Concat chains instead of constant shapes), for plans over a
+                      range of batch sizes (scripts/make_dynamic_models.py).
 """
 from __future__ import annotations
 
@@ -259,12 +262,27 @@ def make_vit_tiny(out: str) -> dict:
     return m, {"pixels": x.numpy()}
 
 
+# --------------------------------------------------------------------------------------------
+# vit_tiny_batch (the same network and weights, exported with a dynamic batch)
+# --------------------------------------------------------------------------------------------
+def make_vit_tiny_batch(out: str) -> dict:
+    from torchvision.models.vision_transformer import VisionTransformer
+    seed(4)
+    m = VisionTransformer(image_size=64, patch_size=8, num_layers=2, num_heads=4, hidden_dim=96,
+                          mlp_dim=192, num_classes=10)
+    x = torch.randn(2, 3, 64, 64)
+    export(m, (x,), out, opset=18, input_names=["pixels"], output_names=["logits"],
+           dynamic_axes={"pixels": {0: "batch"}, "logits": {0: "batch"}})
+    return m, {"pixels": x.numpy()}
+
+
 MODELS = {
     "mobilenet_v2": make_mobilenet_v2,
     "resnet_small": make_resnet_small,
     "bert_tiny": make_bert_tiny,
     "unet_small": make_unet_small,
     "vit_tiny": make_vit_tiny,
+    "vit_tiny_batch": make_vit_tiny_batch,
 }
 
 

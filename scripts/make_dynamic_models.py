@@ -10,7 +10,11 @@ writes into OUT_DIR, with onnx.helper (random weights, fixed seed):
     (two stride-2 1-D convolutions, then a GRU and a projection);
   - resnet_hw.onnx, mobilenet_hw.onnx: models/resnet_small.onnx and models/mobilenet_v2.onnx with
     the image's height and width made the symbols `H` and `W` (strided convolutions and pooling);
+  - unet_batch.onnx: models/unet_small.onnx with a dynamic `batch` (its skips need H and W
+    multiples of 8, so the batch is its dynamic axis);
   - bert_tiny.onnx: a copy of models/bert_tiny.onnx (dynamic `sequence`, batch bound to 1);
+  - vit_tiny_batch.onnx: a copy of models/vit_tiny_batch.onnx (models/vit_tiny.onnx's network
+    exported with a dynamic `batch`; the static export bakes the batch into its Reshapes);
 and manifest.json: per model the ranges to plan over and three points (min, middle, max) at which
 scripts/ort_check.py compares the plan evaluated there with onnxruntime (see .ci/run).
 """
@@ -130,10 +134,12 @@ def save(graph, path):
     onnx.save(model, path)
 
 
-def image_hw(src, path):
+def symbolic_axes(src, path, names):
+    """The model at `src` with axes of its first input made symbols (`names`: axis -> name)."""
     model = onnx.load(src)
     dims = model.graph.input[0].type.tensor_type.shape.dim
-    dims[-2].dim_param, dims[-1].dim_param = "H", "W"
+    for axis, name in names.items():
+        dims[axis].dim_param = name
     for out in model.graph.output:  # the output's declared shape is left to inference
         out.type.tensor_type.ClearField("shape")
     onnx.save(model, path)
@@ -147,9 +153,14 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     decoder(os.path.join(a.out, "decoder_seq.onnx"))
     speech(os.path.join(a.out, "speech_time.onnx"))
-    image_hw(os.path.join(a.models, "resnet_small.onnx"), os.path.join(a.out, "resnet_hw.onnx"))
-    image_hw(os.path.join(a.models, "mobilenet_v2.onnx"), os.path.join(a.out, "mobilenet_hw.onnx"))
-    shutil.copyfile(os.path.join(a.models, "bert_tiny.onnx"), os.path.join(a.out, "bert_tiny.onnx"))
+    hw = {-2: "H", -1: "W"}
+    symbolic_axes(os.path.join(a.models, "resnet_small.onnx"), os.path.join(a.out, "resnet_hw.onnx"), hw)
+    symbolic_axes(os.path.join(a.models, "mobilenet_v2.onnx"), os.path.join(a.out, "mobilenet_hw.onnx"), hw)
+    # The U-Net's skips need H and W multiples of 8: its dynamic axis is the batch.
+    symbolic_axes(os.path.join(a.models, "unet_small.onnx"), os.path.join(a.out, "unet_batch.onnx"),
+                  {0: "batch"})
+    for name in ("bert_tiny", "vit_tiny_batch"):
+        shutil.copyfile(os.path.join(a.models, name + ".onnx"), os.path.join(a.out, name + ".onnx"))
     manifest = {
         "bert_tiny.onnx": {"ranges": {"sequence": [1, 128]}, "fixed": {"batch": 1},
                            "points": [{"sequence": 1}, {"sequence": 50}, {"sequence": 128}]},
@@ -161,6 +172,10 @@ def main():
                            "points": [{"H": 32, "W": 32}, {"H": 77, "W": 45}, {"H": 160, "W": 160}]},
         "mobilenet_hw.onnx": {"ranges": {"H": [32, 224], "W": [32, 224]}, "fixed": {"batch": 1},
                               "points": [{"H": 32, "W": 32}, {"H": 97, "W": 130}, {"H": 224, "W": 224}]},
+        "unet_batch.onnx": {"ranges": {"batch": [1, 4]}, "fixed": {},
+                            "points": [{"batch": 1}, {"batch": 3}, {"batch": 4}]},
+        "vit_tiny_batch.onnx": {"ranges": {"batch": [1, 8]}, "fixed": {},
+                                "points": [{"batch": 1}, {"batch": 5}, {"batch": 8}]},
     }
     with open(os.path.join(a.out, "ranges.json"), "w") as f:
         json.dump(manifest, f, indent=1)
