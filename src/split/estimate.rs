@@ -13,7 +13,7 @@ use crate::ir::{Graph, NodeId, ValueId};
 /// Work units charged per chain node for each strip or tile an estimate visits (a region
 /// propagated, a tile's working set summed), about 10 ns of one core each as the planners'
 /// units are (see [`crate::plan::WORK_PER_SECOND`]).
-pub const UNITS_PER_NODE_VISIT: u64 = 16;
+pub const UNITS_PER_NODE_VISIT: u64 = 10;
 
 /// The work of cutting a chain of `nodes` nodes by `grid`: its `rows + cols` strips
 /// propagated (which [`crate::split::tiling::tile_within`] does before it gives up on a grid).
