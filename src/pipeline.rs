@@ -532,7 +532,7 @@ pub(crate) fn chosen_order(
 }
 
 /// The pass on a decoded model; the table's `model.sha256` is left empty for the caller.
-fn plan_proto(
+pub(crate) fn plan_proto(
     path: &Path,
     proto: ModelProto,
     options: &Options,

@@ -46,6 +46,26 @@ pub fn plan_ranges(
     let ranges = &options.infer.ranges;
     let upper: Point = ranges.iter().map(|(s, &(_, hi))| (s.clone(), hi)).collect();
     let (original, symbolic, report) = type_model(path, proto.clone(), &options.infer)?;
+    if !sizes_vary(&symbolic.graph, ranges) {
+        // No size depends on the ranges: one plan of fixed sizes holds at every point, and
+        // it may share bytes by slices (a plan over ranges may not).
+        if !options.at.is_empty() {
+            point_of(options)?;
+        }
+        let names: Vec<&str> = ranges.keys().map(String::as_str).collect();
+        eprintln!(
+            "note: no tensor's size depends on {}: planned as one size",
+            names.join(", ")
+        );
+        let fixed = Options {
+            infer: InferOptions {
+                ranges: Default::default(),
+                ..options.infer.clone()
+            },
+            ..options.clone()
+        };
+        return crate::pipeline::plan_proto(path, proto, &fixed, budget);
+    }
     let (_, at_max, _) = type_model(path, proto.clone(), &bound_at(&options.infer, &upper))?;
     let graph = &at_max.graph;
     let alignment = options.liveness.alignment.max(1);
@@ -149,6 +169,20 @@ pub fn plan_ranges(
         report,
         timings,
         work: solution.work_spent(),
+    })
+}
+
+/// True when the size of some value of `graph` mentions a symbol of `ranges`.
+fn sizes_vary(graph: &crate::ir::Graph, ranges: &crate::symbolic::Ranges) -> bool {
+    graph.values.iter().any(|v| {
+        v.tensor_type()
+            .and_then(|t| t.shape.as_ref())
+            .is_some_and(|dims| {
+                dims.iter().any(|d| {
+                    d.expr()
+                        .is_some_and(|e| e.symbols().iter().any(|s| ranges.contains_key(s)))
+                })
+            })
     })
 }
 
