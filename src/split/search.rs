@@ -237,11 +237,11 @@ pub fn search(
 }
 
 /// What the search lowers: under a budget, first the most bytes one step reads and writes
-/// while that exceeds the budget, then the arena; otherwise the arena. Then how many steps
-/// reach the peak of live bytes, and last that peak: a rewrite that lowers one of several
-/// equal or near-equal peaks (repeated layers; the arena's alignment can hide a difference of
-/// a few bytes) is progress though the arena stays, as the next round lowers the next peak.
-fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64, usize, u64) {
+/// while that exceeds the budget, then the arena; otherwise the arena. Then the peak of live
+/// bytes, and last how many steps reach it: a rewrite that lowers one of several equal or
+/// near-equal peaks (repeated layers, whose difference the arena's alignment hides) is
+/// progress though the arena stays, as the next round lowers the next peak.
+fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64, u64, usize) {
     let floor = match budget {
         Some(b) => step_operands(&planned.model.graph, &planned.table)
             .into_iter()
@@ -255,8 +255,8 @@ fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64, usize, u64) {
     (
         floor,
         arena(planned),
-        live.iter().filter(|&&b| b == peak).count(),
         peak,
+        live.iter().filter(|&&b| b == peak).count(),
     )
 }
 
