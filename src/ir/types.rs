@@ -124,6 +124,16 @@ impl TensorType {
             .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
     }
 
+    /// True when a dimension of the shape mentions a symbol that `wanted` accepts (the
+    /// symbols of a range, the data-dependent counts).
+    pub fn mentions(&self, wanted: &dyn Fn(&str) -> bool) -> bool {
+        self.shape.iter().flatten().any(|d| match d {
+            Dim::Symbol(s) => wanted(s),
+            Dim::Expr(e) => e.symbols().iter().any(|s| wanted(s)),
+            Dim::Known(_) | Dim::Unknown => false,
+        })
+    }
+
     /// Exact storage bytes, if the shape is concrete and the type has a fixed size.
     pub fn bytes(&self) -> Option<u64> {
         self.dtype.bytes_for(self.elements()?)

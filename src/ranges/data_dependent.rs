@@ -39,11 +39,6 @@ pub fn planned_size(
         .ok_or_else(|| crate::input_error!("tensor '{name}': its size at the bound overflows"))
 }
 
-/// True when `expr` mentions a data-dependent count.
-pub fn mentions_count(expr: &Expr, bounds: &BTreeMap<String, Expr>) -> bool {
-    expr.symbols().iter().any(|s| bounds.contains_key(s))
-}
-
 /// The nodes of `symbolic` reading or writing a tensor sized by a count, or typed only at the
 /// bounds (no size expression: the output of an `If` whose branches differ, and what is
 /// computed from it): no slice alias may form there, since a slice's offset inside its whole
@@ -56,10 +51,7 @@ pub fn nodes_touching_counts(
     let sized = |v: usize| {
         let ty = symbolic.values[v].tensor_type();
         !super::no_expression::has_expression(ty)
-            || ty.and_then(|t| t.shape.as_ref()).is_some_and(|s| {
-                s.iter()
-                    .any(|d| d.expr().is_some_and(|e| mentions_count(&e, &bounds)))
-            })
+            || ty.is_some_and(|t| t.mentions(&|s| bounds.contains_key(s)))
     };
     Ok(symbolic
         .nodes
@@ -96,10 +88,7 @@ pub fn mark(
         };
         // Sized by a count when a dimension mentions one, even where the bytes do not (a
         // zero-length axis beside it), as the verifier reads it.
-        let sized = ty.shape.as_ref().is_some_and(|s| {
-            s.iter()
-                .any(|d| d.expr().is_some_and(|e| mentions_count(&e, &bounds)))
-        });
+        let sized = ty.mentions(&|s| bounds.contains_key(s));
         if !super::no_expression::has_expression(Some(ty)) && entry.offset.is_some() {
             // Typed only at the bounds (an If whose branches differ, ...): planned there.
             let value = symbolic.value_id(&entry.name).expect("looked up above");

@@ -176,13 +176,7 @@ pub fn plan_ranges(
 fn sizes_vary(graph: &crate::ir::Graph, ranges: &crate::symbolic::Ranges) -> bool {
     graph.values.iter().any(|v| {
         v.tensor_type()
-            .and_then(|t| t.shape.as_ref())
-            .is_some_and(|dims| {
-                dims.iter().any(|d| {
-                    d.expr()
-                        .is_some_and(|e| e.symbols().iter().any(|s| ranges.contains_key(s)))
-                })
-            })
+            .is_some_and(|t| t.mentions(&|s| ranges.contains_key(s)))
     })
 }
 
