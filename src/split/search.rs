@@ -311,11 +311,13 @@ fn candidates(
     let allowed = |n: usize| origin[n].is_some();
     let mut seen = HashSet::new();
     let mut found = Vec::new();
-    let fine = budget.is_some();
+    // Under a budget, finer grids too.
+    let tried = grids(budget.is_some());
     // Without a budget, every chain aims at one target arena (cheapest grid reaching it).
     let (aimed, mut graded) = match aim {
         true => {
-            let found = super::target::target(planned, &allowed, &grids(false), allowance, spend)?;
+            let found =
+                super::target::target(planned, &live, &allowed, &grids(false), allowance, spend)?;
             (found.target, found.graded)
         }
         false => (None, HashMap::new()),
@@ -340,16 +342,7 @@ fn candidates(
             let steps = [start, end];
             let grades = match graded.remove(&steps) {
                 Some(g) => g,
-                None => grade(
-                    graph,
-                    table,
-                    &live,
-                    &chain,
-                    steps,
-                    &grids(fine),
-                    allowance,
-                    spend,
-                )?,
+                None => grade(graph, table, &live, &chain, steps, &tried, allowance, spend)?,
             };
             // The best by rank, the first of equals in grid order.
             let best = grades

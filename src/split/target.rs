@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::chain::{Chain, chains_around_except};
-use super::estimate::{ChainEstimate, chains_work, live_bytes, strips_work, tiles_work};
+use super::estimate::{ChainEstimate, chains_work, strips_work, tiles_work};
 use super::tiling::tile_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
@@ -84,9 +84,11 @@ pub struct Aim {
 /// reaches with its cheapest grid of `grids`, all within `allowance` extra MACs (see
 /// [`smallest_target`]); `None` when no target below the plan's peak fits. Chains are worked
 /// out around the steps above each candidate target only, highest live bytes first, so the
-/// steps under the answer are never looked at. The estimates are charged to `spend`.
+/// steps under the answer are never looked at. `live` is the plan's live bytes per step
+/// ([`super::estimate::live_bytes`]). The estimates are charged to `spend`.
 pub fn target(
     planned: &Planned,
+    live: &[u64],
     allowed: &dyn Fn(usize) -> bool,
     grids: &[[usize; 2]],
     allowance: u64,
@@ -94,8 +96,7 @@ pub fn target(
 ) -> Result<Aim, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
-    let live = live_bytes(&planned.table);
-    let mut levels: Vec<u64> = live.clone();
+    let mut levels: Vec<u64> = live.to_vec();
     levels.sort_unstable_by(|a, b| b.cmp(a));
     levels.dedup();
     let mut chains = Vec::new();
@@ -115,7 +116,7 @@ pub fn target(
                     continue;
                 }
                 let table = &planned.table;
-                let g = grade(graph, table, &live, &chain, steps, grids, allowance, spend)?;
+                let g = grade(graph, table, live, &chain, steps, grids, allowance, spend)?;
                 let costs = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
                 chains.push(ChainCost::new(steps, costs));
                 graded.insert(steps, g);
@@ -123,14 +124,14 @@ pub fn target(
         }
         // Targets in [next, level) leave exactly the steps at `level` or above to cover.
         let next = levels.get(i + 1).copied().unwrap_or(0);
-        if let Some(t) = smallest_target(&live, &chains, allowance, [next, level]) {
+        if let Some(t) = smallest_target(live, &chains, allowance, [next, level]) {
             answer = Some(t);
         }
         if answer != Some(next) {
             break;
         }
     }
-    let target = answer.and_then(|t| cover(&live, &chains, t).map(|c| (t, c.1)));
+    let target = answer.and_then(|t| cover(live, &chains, t).map(|c| (t, c.1)));
     Ok(Aim { target, graded })
 }
 
