@@ -397,8 +397,8 @@ fn next_ready(model: &Model, state: &State, v: NodeId, done: &[u64]) -> Vec<Node
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx::proto::{GraphProto, ValueInfoProto};
-    use crate::schedule::test_nodes::node;
+    use crate::onnx::proto::GraphProto;
+    use crate::schedule::test_nodes::{info, node};
 
     /// Live bytes after running `order` (every node once) from the start state.
     fn live_after(model: &Model, order: &[NodeId], start_live: u64) -> u64 {
@@ -423,10 +423,6 @@ mod tests {
     /// the Identity out of x's readers and free x twice (subtract with overflow).
     #[test]
     fn an_alias_with_an_unread_output_frees_its_input_once() {
-        let info = |n: &str| ValueInfoProto {
-            name: Some(n.into()),
-            ..Default::default()
-        };
         let mut identity = node("Identity", &["x"], &["d"]);
         identity.domain = Some(String::new());
         let graph = Graph::from_proto(&GraphProto {
@@ -452,10 +448,6 @@ mod tests {
     /// interleaves P and R, holds x + p + r = 151 bytes at once.
     #[test]
     fn finishes_one_branch_before_starting_the_other() {
-        let info = |n: &str| ValueInfoProto {
-            name: Some(n.into()),
-            ..Default::default()
-        };
         let graph = Graph::from_proto(&GraphProto {
             node: vec![
                 node("P", &["x"], &["p"]),

@@ -179,8 +179,8 @@ fn reads(graph: &Graph, n: NodeId) -> impl Iterator<Item = &ValueId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx::proto::{GraphProto, ValueInfoProto};
-    use crate::schedule::test_nodes::node;
+    use crate::onnx::proto::GraphProto;
+    use crate::schedule::test_nodes::{info, node};
 
     /// Two blocks of a split attention run ahead of need: from input x (1 byte), S0 and S1
     /// make scores s0, s1 (10 bytes each), M0 and M1 their softmax m0, m1 (10 each), V the
@@ -194,10 +194,6 @@ mod tests {
     /// 27 bytes (x, v, o1, s0, m0 at M0).
     #[test]
     fn blocks_run_ahead_of_need_move_just_before_their_reader() {
-        let info = |n: &str| ValueInfoProto {
-            name: Some(n.into()),
-            ..Default::default()
-        };
         let graph = Graph::from_proto(&GraphProto {
             node: vec![
                 node("S", &["x"], &["s0"]),
