@@ -372,14 +372,14 @@ const TRIAL_WORK_PER_NODE: u64 = 20_000;
 
 /// Plans with the split stage: the search plans candidates without the advanced modes; the
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
-/// once more with every option. The budget's work is one account for the whole stage: half
-/// is kept for the final plan, and the first plan and each candidate may spend a quarter of
-/// what is left of the other half, so the stage never spends more than the budget. The
-/// trials' safety stop is the split search's deadline (`--split-time`), and the final plan's is
-/// `--time-limit` counted from the end of the search, so no plan's result depends on the time the
-/// search took. Without a
-/// mode the result is never larger than the unsplit plan: the rewrite is dropped when its final
-/// plan is not smaller.
+/// once more with every option. The first (unsplit) plan's planners may spend an eighth of
+/// the budget's work and the final plan's the rest, so the two never spend more than the
+/// budget. Each candidate's planners get the same allowance as the first plan's, charged to
+/// the split search's own allowance (`--split-time`), so the last candidates are planned as
+/// well as the first. The trials' safety stop is the split search's deadline, and the final
+/// plan's is `--time-limit` counted from the end of the search, so no plan's result depends
+/// on the time the search took. Without a mode the result is never larger than the unsplit
+/// plan: the rewrite is dropped when its final plan is not smaller.
 fn plan_split(
     path: &Path,
     proto: ModelProto,
@@ -411,17 +411,16 @@ fn plan_split(
     // result would then depend on the machine's load).
     // Each trial also adds to the pace, the seconds per node the trials took so far: a trial
     // that would end past the deadline does not start (one cannot be stopped halfway).
-    let search_work = std::cell::Cell::new(budget.work / 2);
+    let trial_work = budget.work / 8;
     let pace = std::cell::Cell::new((0.0f64, 0u64));
     let nodes_of = |m: &ModelProto| m.graph.as_ref().map_or(0, |g| g.node.len() as u64);
     let plan_trial = |model: ModelProto| -> Result<Planned> {
         let (nodes, started) = (nodes_of(&model), Instant::now());
         let trial_budget = Budget {
             deadline: split_budget.deadline,
-            ..budget.part_of(search_work.get() / 4)
+            ..budget.part_of(trial_work)
         };
         let planned = plan_proto(path, model, &trial, &trial_budget)?;
-        search_work.set(search_work.get().saturating_sub(planned.work));
         let (seconds, counted) = pace.get();
         pace.set((seconds + started.elapsed().as_secs_f64(), counted + nodes));
         Ok(planned)
@@ -449,6 +448,7 @@ fn plan_split(
         Ok(Some(planned))
     };
     let first = plan_trial(proto)?;
+    let first_work = first.work.min(trial_work);
     budget.report_phase("splitting");
     let split_options = SplitOptions {
         budget: options.modes.budget,
@@ -462,7 +462,7 @@ fn plan_split(
     // The final plan's planners get the work left and --time-limit anew as their safety stop.
     let budget = &Budget {
         deadline: Instant::now().checked_add(options.time_limit),
-        ..budget.part_of(budget.work - budget.work / 2 + search_work.get())
+        ..budget.part_of(budget.work - first_work)
     };
     let chains = outcome.info.chains.len();
     // Without a mode the first plan was made with the final options: it is the unsplit

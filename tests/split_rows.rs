@@ -531,3 +531,66 @@ fn the_sdpa_export_form_in_four_query_row_blocks() {
     write_model(&rewritten.model, &split);
     common::plans_and_matches(dir.path(), &original, &split);
 }
+
+/// `layers` attention blocks one after the other (block l reads block l−1's output), sharing
+/// the weights: each block's scores set an equal peak.
+fn attention_stack(s: i64, layers: usize) -> ModelProto {
+    let mut m = attention(s);
+    let g = m.graph.as_mut().unwrap();
+    let block = std::mem::take(&mut g.node);
+    let shared: Vec<String> = g.initializer.iter().map(|t| t.name().to_string()).collect();
+    for l in 0..layers {
+        let rename = |name: &String| match name.as_str() {
+            "x" if l == 0 => name.clone(),
+            "x" => format!("y{}", l - 1),
+            "y" if l + 1 == layers => name.clone(),
+            _ if shared.contains(name) => name.clone(),
+            _ => format!("{name}{l}"),
+        };
+        g.node.extend(block.iter().map(|n| {
+            let mut n = n.clone();
+            n.name = Some(format!("{}{l}", n.name()));
+            n.input = n.input.iter().map(rename).collect();
+            n.output = n.output.iter().map(rename).collect();
+            n
+        }));
+    }
+    m
+}
+
+/// Eight equal attention blocks at 128 tokens: every block's scores ([1,2,128,128], 128 KiB)
+/// peak alike, so the arena drops only once all eight are blocked. The first round picks the
+/// best of its trials; each later round takes the first trial that cuts its block as the
+/// first was cut, so the search blocks all eight within a split allowance (`--split-time
+/// 10`, 300 M work units) that trying every round's candidates runs out of (it then keeps
+/// nothing). Worked by hand: one row chain per block, and at most half the arena (one
+/// block's scores are at most 64 KiB of the 128 KiB).
+#[test]
+fn repeated_layers_are_all_blocked_within_a_small_allowance() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table) = common::plan_written(
+        dir.path(),
+        "stack",
+        &attention_stack(128, 8),
+        &["--split", "auto", "--split-time", "10"],
+    );
+    let t = common::read_table(&table);
+    let splits = t.splits.as_ref().expect("a splits section");
+    let softmaxes: Vec<&str> = splits
+        .chains
+        .iter()
+        .flat_map(|c| c.nodes.iter())
+        .filter(|n| n.op_type == "Softmax")
+        .map(|n| n.node.as_str())
+        .collect();
+    assert_eq!(softmaxes.len(), 8, "{softmaxes:?}");
+    assert!(
+        splits.arena_after * 2 <= splits.arena_before,
+        "{} -> {}",
+        splits.arena_before,
+        splits.arena_after
+    );
+    let annotated = dir.path().join("stack.memplan.onnx");
+    common::assert_verifies(&annotated, &table);
+    compare_in_onnxruntime(&path, &annotated);
+}

@@ -48,6 +48,9 @@ struct Candidate {
     inside: u64,
 }
 
+/// A cut's [`Candidate::pattern`]: operators in order, then axes or grid and part count.
+type Pattern = (Vec<String>, Vec<usize>);
+
 /// What a candidate cuts.
 enum Cut {
     /// A spatial chain into H/W tiles.
@@ -62,6 +65,29 @@ impl Candidate {
         match &self.cut {
             Cut::Tiles(_, tiling) => tiling.extra_macs,
             Cut::Rows(_) => 0,
+        }
+    }
+
+    /// What the cut does, independent of where: its nodes' operators, the axes or grid, and
+    /// the number of parts. Repeated layers cut alike have equal patterns.
+    fn pattern(&self, graph: &crate::ir::Graph) -> Pattern {
+        let (nodes, shape) = match &self.cut {
+            Cut::Tiles(chain, tiling) => (&chain.nodes, tiling.grid.to_vec()),
+            Cut::Rows(b) => {
+                let mut shape = b.chain.axes.clone();
+                shape.push(b.blocks.len());
+                (&b.chain.nodes, shape)
+            }
+        };
+        let ops = nodes.iter().map(|&n| graph.nodes[n].op_type.clone());
+        (ops.collect(), shape)
+    }
+
+    /// The estimate of the chain's own part, without the peak outside it.
+    fn own(&self) -> u64 {
+        match &self.cut {
+            Cut::Tiles(..) => self.inside,
+            Cut::Rows(b) => b.inside,
         }
     }
 
@@ -111,6 +137,8 @@ pub fn search(
     // The state before a reorder and whether the reorder lowered the score, while no split
     // has followed it.
     let mut reordered: Option<(Option<(ModelProto, Planned)>, bool)> = None;
+    // The patterns of the cuts accepted so far.
+    let mut patterns: HashSet<Pattern> = HashSet::new();
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let best = score(planned);
@@ -128,6 +156,9 @@ pub fn search(
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
+        // A repeated layer is first tried cut as its like was (a stable sort: the rest keep
+        // their order).
+        candidates.sort_by_key(|c| !patterns.contains(&c.pattern(&planned.model.graph)));
         let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
         for candidate in candidates.into_iter().take(TRIALS) {
             let proto = current.as_ref().map_or(&first.original, |c| &c.0);
@@ -141,12 +172,22 @@ pub fn search(
                 spent = true;
                 break;
             };
-            let bar = accepted.as_ref().map_or(best, |a| score(&a.2));
-            if score(&trial) < bar {
+            // A trial must lower the score; among trials of equal scores (each splitting one of
+            // several equal peaks), the one whose chain keeps the least of its own.
+            let lowers = match &accepted {
+                None => score(&trial) < best,
+                Some(a) => (score(&trial), candidate.own()) < (score(&a.2), a.0.own()),
+            };
+            // A repeated layer cut as an earlier one was: its round takes that cut, as the
+            // earlier round chose it from its trials; the rounds, and the allowance, go on to
+            // the other layers.
+            let repeats = lowers && patterns.contains(&candidate.pattern(graph));
+            if lowers {
                 accepted = Some((candidate, rewritten, trial));
             }
-            if accepted.as_ref().is_some_and(|a| a.0.covers) {
-                // The target's cover is split as planned: no other trial needed.
+            if repeats || accepted.as_ref().is_some_and(|a| a.0.covers) {
+                // The target's cover is split as planned, or a layer as its like: no other
+                // trial needed.
                 break;
             }
         }
@@ -186,6 +227,7 @@ pub fn search(
         reordered = None;
         used += candidate.extra_macs();
         let graph = &planned.model.graph;
+        patterns.insert(candidate.pattern(graph));
         chains.push(match &candidate.cut {
             Cut::Tiles(chain, tiling) => record(
                 chain,
