@@ -100,6 +100,22 @@ fn contiguous_slices_and_gathers_alias_their_input() {
     }
     std::fs::write(&table_path, serde_json::to_string(&json).unwrap()).unwrap();
     assert_verify_refuses(&path, &table_path, "the slice starts at byte 128, not 192");
+
+    // An alias_offset that no byte address can hold (the verify_table fuzz target's finding:
+    // the sum overflowed) is refused as such.
+    let huge = u64::MAX;
+    assert!(a > 0, "x is placed below a");
+    for t in json["tensors"].as_array_mut().unwrap() {
+        if t["name"] == "s" {
+            t["alias_offset"] = huge.into();
+        }
+    }
+    std::fs::write(&table_path, serde_json::to_string(&json).unwrap()).unwrap();
+    assert_verify_refuses(
+        &path,
+        &table_path,
+        &format!("alias_offset {huge} from offset {a} lies past the largest byte address"),
+    );
 }
 
 #[test]

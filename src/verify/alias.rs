@@ -124,9 +124,7 @@ fn check_alias(ctx: &Context, a: usize, b: usize) -> Result<(), String> {
             Ok(())
         }
         Some(k) => {
-            if oa != ob + k {
-                return Err(format!("offset {oa} is not {ob} + alias_offset {k}"));
-            }
+            check_alias_offset(oa, ob, k)?;
             let expected = slice_offset_concat(graph, &ea.name, &eb.name)
                 .or_else(|| slice_offset_split(graph, &ea.name, &eb.name))
                 .or_else(|| slice_offset_view(graph, &ea.name, &eb.name))
@@ -162,16 +160,14 @@ fn check_strided_alias(ctx: &Context, a: usize, b: usize, oa: u64, ob: u64) -> R
         }
         return Ok(());
     };
-    if oa != ob + k {
-        return Err(format!("offset {oa} is not {ob} + alias_offset {k}"));
-    }
+    check_alias_offset(oa, ob, k)?;
     let node = producer(ctx.graph, &eb.name).ok_or("the parent is not produced by a node")?;
     if node.op_type != "Concat" || !node.domain.is_empty() {
         return Err("only the parts of a Concat are strided views of its output".into());
     }
     let start = concat_start(ctx.graph, node, &ea.name, &eb.name)
         .ok_or("not a part of the Concat making its parent")?;
-    if oa + span(ea) > ob + span(eb) {
+    if oa.saturating_add(span(ea)) > ob.saturating_add(span(eb)) {
         return Err("the view reaches past its parent".into());
     }
     if ea.strides.as_ref() != Some(&parent) {
@@ -180,11 +176,22 @@ fn check_strided_alias(ctx: &Context, a: usize, b: usize, oa: u64, ob: u64) -> R
             ea.strides
         ));
     }
-    let expected = start.1 * parent[start.0];
-    if k != expected {
-        return Err(format!("the part starts at byte {expected}, not {k}"));
+    match start.1.checked_mul(parent[start.0]) {
+        Some(expected) if expected == k => Ok(()),
+        Some(expected) => Err(format!("the part starts at byte {expected}, not {k}")),
+        None => Err("the part's start lies past the largest byte address".into()),
     }
-    Ok(())
+}
+
+/// A slice alias at `oa` of a parent at `ob` must start `k` (its `alias_offset`) bytes in.
+fn check_alias_offset(oa: u64, ob: u64, k: u64) -> Result<(), String> {
+    match ob.checked_add(k) {
+        None => Err(format!(
+            "alias_offset {k} from offset {ob} lies past the largest byte address"
+        )),
+        Some(at) if at != oa => Err(format!("offset {oa} is not {ob} + alias_offset {k}")),
+        Some(_) => Ok(()),
+    }
 }
 
 /// The Concat axis and the index along it where `part` starts inside `whole`.

@@ -113,7 +113,9 @@ fn check_top_workspace(
         return;
     }
     let arena = table.arenas.first().map_or(0, |a| a.bytes);
-    if w.offset + w.bytes > arena || !w.offset.is_multiple_of(table.options.alignment.max(1)) {
+    if w.offset.saturating_add(w.bytes) > arena
+        || !w.offset.is_multiple_of(table.options.alignment.max(1))
+    {
         problems.push(format!(
             "workspace of node {} lies outside arena 0 or is misaligned",
             w.node
@@ -124,7 +126,11 @@ fn check_top_workspace(
             continue;
         };
         let live = e.first <= w.step && w.step <= e.last;
-        if live && offset < w.offset + w.bytes && w.offset < offset + e.extent() && e.extent() > 0 {
+        let (w_end, e_end) = (
+            w.offset.saturating_add(w.bytes),
+            offset.saturating_add(e.extent()),
+        );
+        if live && offset < w_end && w.offset < e_end && e.extent() > 0 {
             problems.push(format!(
                 "tensor '{}' shares bytes with the workspace of node {} at step {}",
                 e.name, w.node, w.step
@@ -183,7 +189,10 @@ fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>
                     .and_then(|ty| ty.bytes()),
                 None => Some(t.bytes),
             };
-            if bytes != Some(t.bytes) || t.first > t.last || t.offset + t.bytes > b.bytes {
+            if bytes != Some(t.bytes)
+                || t.first > t.last
+                || t.offset.saturating_add(t.bytes) > b.bytes
+            {
                 problems.push(format!(
                     "{what}: tensor '{}' has wrong bytes, lifetime or offset",
                     t.name
@@ -193,12 +202,14 @@ fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>
                 t.first,
                 t.last,
                 t.offset,
-                t.offset + t.bytes,
+                t.offset.saturating_add(t.bytes),
                 format!("tensor '{}'", t.name),
             ));
         }
         for n in &b.workspaces {
-            if body.is_some_and(|g| n.node >= g.nodes.len()) || n.offset + n.bytes > b.bytes {
+            if body.is_some_and(|g| n.node >= g.nodes.len())
+                || n.offset.saturating_add(n.bytes) > b.bytes
+            {
                 problems.push(format!(
                     "{what}: nested workspace of node {} is out of place",
                     n.node
@@ -209,7 +220,7 @@ fn check_workspace(graph: &Graph, w: &WorkspaceEntry, problems: &mut Vec<String>
                 n.step,
                 n.step,
                 n.offset,
-                n.offset + n.bytes,
+                n.offset.saturating_add(n.bytes),
                 format!("workspace of node {}", n.node),
             ));
             if let Some(g) = body {
@@ -353,7 +364,7 @@ fn check_transfers(
                 ));
             }
             for list in &mut resident[run.first.min(last_step)..=run.last.min(last_step)] {
-                list.push((arena, offset, offset + e.extent()));
+                list.push((arena, offset, offset.saturating_add(e.extent())));
             }
         }
     }

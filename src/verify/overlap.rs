@@ -37,7 +37,7 @@ pub fn check_overlaps(
         for run in runs {
             let Some(start) = run.offset else { continue };
             for live in &mut live_at[run.first.min(steps - 1)..=run.last.min(steps - 1)] {
-                live.push((arena, start, start + span, i));
+                live.push((arena, start, start.saturating_add(span), i));
             }
         }
     }

@@ -77,10 +77,10 @@ pub fn byte_ranges(entry: &TensorEntry, offset: u64) -> Vec<(u64, u64)> {
     let (Some(strides), Some(shape), Some(elem)) =
         (&entry.strides, &entry.shape, elem_bytes(entry))
     else {
-        return vec![(offset, offset + entry.extent())];
+        return vec![(offset, offset.saturating_add(entry.extent()))];
     };
     let Some((&inner, outer)) = shape.split_last() else {
-        return vec![(offset, offset + elem)];
+        return vec![(offset, offset.saturating_add(elem))];
     };
     let row = if strides[shape.len() - 1] == elem {
         (inner.max(0) as u64 * elem, 1)
@@ -93,15 +93,14 @@ pub fn byte_ranges(entry: &TensorEntry, offset: u64) -> Vec<(u64, u64)> {
         return ranges;
     }
     loop {
-        let base = offset
-            + index
-                .iter()
-                .zip(strides)
-                .map(|(&i, &s)| i as u64 * s)
-                .sum::<u64>();
+        let base = index
+            .iter()
+            .zip(strides)
+            .map(|(&i, &s)| (i as u64).saturating_mul(s))
+            .fold(offset, u64::saturating_add);
         for k in 0..row.1 {
-            let start = base + k * strides[shape.len() - 1];
-            ranges.push((start, start + row.0));
+            let start = base.saturating_add(k.saturating_mul(strides[shape.len() - 1]));
+            ranges.push((start, start.saturating_add(row.0)));
         }
         let mut axis = outer.len();
         loop {
