@@ -83,14 +83,6 @@ impl Candidate {
         (ops.collect(), shape)
     }
 
-    /// The estimate of the chain's own part, without the peak outside it.
-    fn own(&self) -> u64 {
-        match &self.cut {
-            Cut::Tiles(..) => self.inside,
-            Cut::Rows(b) => b.inside,
-        }
-    }
-
     /// Nodes of the chain.
     fn len(&self) -> usize {
         match &self.cut {
@@ -156,9 +148,6 @@ pub fn search(
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
-        // A repeated layer is first tried cut as its like was (a stable sort: the rest keep
-        // their order).
-        candidates.sort_by_key(|c| !patterns.contains(&c.pattern(&planned.model.graph)));
         let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
         for candidate in candidates.into_iter().take(TRIALS) {
             let proto = current.as_ref().map_or(&first.original, |c| &c.0);
@@ -172,12 +161,8 @@ pub fn search(
                 spent = true;
                 break;
             };
-            // A trial must lower the score; among trials of equal scores (each splitting one of
-            // several equal peaks), the one whose chain keeps the least of its own.
-            let lowers = match &accepted {
-                None => score(&trial) < best,
-                Some(a) => (score(&trial), candidate.own()) < (score(&a.2), a.0.own()),
-            };
+            let bar = accepted.as_ref().map_or(best, |a| score(&a.2));
+            let lowers = score(&trial) < bar;
             // A repeated layer cut as an earlier one was: its round takes that cut, as the
             // earlier round chose it from its trials; the rounds, and the allowance, go on to
             // the other layers.

@@ -37,8 +37,6 @@ pub struct Blocking {
     pub blocks: Vec<Span>,
     /// The estimated arena once blocked.
     pub estimate: u64,
-    /// The chain's own part of the estimate (without the peak outside the chain).
-    pub inside: u64,
     /// The schedule step of the chain's first node.
     pub start: usize,
 }
@@ -104,12 +102,11 @@ pub fn candidates(
                         (estimate, inside, n, blocks)
                     })
                     .min_by_key(|c| (c.0, c.1, c.2));
-                if let Some((estimate, inside, _, blocks)) = best {
+                if let Some((estimate, _, _, blocks)) = best {
                     found.push(Blocking {
                         chain,
                         blocks,
                         estimate,
-                        inside,
                         start,
                     });
                 }
