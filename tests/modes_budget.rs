@@ -131,6 +131,25 @@ fn a_budget_above_the_plan_moves_nothing() {
     assert_eq!(run.status.code(), Some(2));
 }
 
+/// A tampered budget table whose arenas add up past the largest byte count (the verify_table
+/// fuzz target's finding: the sum overflowed) is refused for its arenas, their total given
+/// as the largest count.
+#[test]
+fn arenas_adding_up_past_any_count_are_over_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table_path) =
+        plan_written(dir.path(), "chain", &chain_model(), &["--budget", "1MiB"]);
+    let mut table = read_table(&table_path);
+    table.arenas[0].bytes = u64::MAX;
+    table.arenas.push(table.arenas[0].clone());
+    std::fs::write(&table_path, serde_json::to_string(&table).unwrap()).unwrap();
+    assert_verify_refuses(
+        &path,
+        &table_path,
+        &format!("the arenas take {} bytes, over the budget", u64::MAX),
+    );
+}
+
 /// The table with one transfer's `in_offset` set to the offset of another tensor that is
 /// resident (and made earlier) at the step the buffer is back for; `None` if there is none.
 fn collide_on_return(table: &Table) -> Option<Table> {

@@ -24,7 +24,11 @@ pub fn run(args: &VerifyArgs) -> Result<i32> {
             "{}: valid plan ({} tensors, arena {} bytes)",
             args.table.display(),
             table.tensors.len(),
-            table.arenas.iter().map(|a| a.bytes).sum::<u64>()
+            table
+                .arenas
+                .iter()
+                .map(|a| a.bytes)
+                .fold(0, u64::saturating_add)
         );
         return Ok(0);
     }

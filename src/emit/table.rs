@@ -594,18 +594,21 @@ impl TensorEntry {
     pub fn extent(&self) -> u64 {
         if let (Some(strides), Some(shape), Some(bytes)) = (&self.strides, &self.shape, self.bytes)
         {
-            // A strided view spans from its first element to the end of its last.
-            let count: i64 = shape.iter().product();
+            // A strided view spans from its first element to the end of its last (past the
+            // address space, for a shape or strides no memory holds: it fits no arena).
+            let Some(count) = shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)) else {
+                return u64::MAX;
+            };
             if count <= 0 {
                 return 0;
             }
             let elem = bytes / count as u64;
-            let reach: u64 = shape
+            let reach = shape
                 .iter()
                 .zip(strides)
-                .map(|(&d, &s)| (d as u64 - 1) * s)
-                .sum();
-            return reach + elem;
+                .map(|(&d, &s)| (d.max(1) as u64 - 1).saturating_mul(s))
+                .fold(0, u64::saturating_add);
+            return reach.saturating_add(elem);
         }
         self.placement.stored_bytes.or(self.bytes).unwrap_or(0)
     }

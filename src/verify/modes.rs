@@ -332,7 +332,11 @@ fn check_transfers(
             ));
         }
     }
-    let arenas: u64 = table.arenas.iter().map(|a| a.bytes).sum();
+    let arenas = table
+        .arenas
+        .iter()
+        .map(|a| a.bytes)
+        .fold(0, u64::saturating_add);
     if arenas > offload.budget {
         problems.push(format!(
             "the arenas take {arenas} bytes, over the budget of {}",
