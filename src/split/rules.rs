@@ -135,13 +135,22 @@ pub(super) const ELEMENTWISE: &[&str] = &[
     "Xor",
 ];
 
+/// onnxruntime's fused activations: elementwise (a bias input, when present, broadcasts along
+/// the last axis, so the spatial split takes them only without one).
+pub(super) const MICROSOFT_ELEMENTWISE: &[&str] = &["Gelu", "FastGelu", "BiasGelu", "QuickGelu"];
+
 /// The split rule of a node, or `None` when the node cannot be part of a chain. Every spatial
 /// tensor involved must be rank 4 (NCHW) with a known shape, and the node must have one output.
 pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     // onnxruntime's FusedConv (Conv then its activation, elementwise) tiles as a Conv; its
     // optional input Z (added before the activation) would need a tile of its own.
     let fused_conv = is_conv(node) && !node.domain.is_empty() && node.inputs.len() <= 3;
-    if (!node.domain.is_empty() && !fused_conv) || node.outputs.iter().flatten().count() != 1 {
+    let fused_activation = node.domain == "com.microsoft"
+        && MICROSOFT_ELEMENTWISE.contains(&node.op_type.as_str())
+        && node.inputs.iter().flatten().count() == 1;
+    if (!node.domain.is_empty() && !fused_conv && !fused_activation)
+        || node.outputs.iter().flatten().count() != 1
+    {
         return None;
     }
     if node.outputs.first().copied().flatten().is_none() || !node.subgraphs.is_empty() {
@@ -150,6 +159,7 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     let op = node.op_type.as_str();
     match op {
         _ if fused_conv => window(graph, node).map(Rule::Window),
+        _ if fused_activation => Some(Rule::Pointwise(Inputs::All)),
         "Conv" | "MaxPool" | "AveragePool" => window(graph, node).map(Rule::Window),
         "Pad" => pad(graph, node).map(Rule::Window),
         "Resize" => upsample::resize(graph, node).map(Rule::Upsample),

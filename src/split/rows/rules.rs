@@ -3,7 +3,7 @@
 //! depend only on rows `[s, e)` of the inputs that carry the axis, and on the whole of the
 //! others. An operator without an entry ends a row chain.
 
-use super::super::rules::{ELEMENTWISE, shape_of};
+use super::super::rules::{ELEMENTWISE, MICROSOFT_ELEMENTWISE, shape_of};
 use crate::ir::{Graph, Node};
 
 /// How a row-blocked node reads one input.
@@ -35,9 +35,6 @@ pub struct RowRule {
     /// The per-block adjustment the node needs.
     pub fixup: Fixup,
 }
-
-/// Fused onnxruntime operators that are elementwise over rows (any operand broadcast).
-const MICROSOFT_ELEMENTWISE: &[&str] = &["Gelu", "FastGelu", "BiasGelu", "QuickGelu"];
 
 /// Reductions whose reduced axes are given by `axes` (attribute, or input 1 from opset 18).
 const REDUCTIONS: &[&str] = &[
