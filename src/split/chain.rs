@@ -42,34 +42,43 @@ pub struct Chain {
     pub extra: Vec<usize>,
 }
 
-/// Every chain made of the nodes at steps `[start, end]` of `order` (less `Constant` nodes)
-/// with `start ≤ peak ≤ end`;
-/// `allowed` says which nodes may be split (nodes made by an earlier split may not).
-pub fn chains_around(
-    graph: &Graph,
-    order: &[NodeId],
-    peak: usize,
-    allowed: &dyn Fn(NodeId) -> bool,
-) -> Vec<Chain> {
-    chains_around_except(graph, order, peak, allowed, &|_| false)
-}
+/// A visitor of [`walk_chains_around`]: it gets a chain's first and last steps and a way to
+/// build it, and says whether the chain is worth growing.
+pub type ChainVisit<'a, E> =
+    dyn FnMut([usize; 2], &dyn Fn() -> Option<Chain>) -> Result<bool, E> + 'a;
 
-/// [`chains_around`] less the chains whose first and last steps `known` names (already
-/// looked at: they are not built again).
-pub fn chains_around_except(
+/// Most nodes in a chain. Every node between the peak and the chain's ends recomputes its
+/// halo, and estimating a chain costs its length times its tiles, so the walk around a peak
+/// stops there: deep runs of splittable operators (a reparameterisable network's hundreds of
+/// Conv, BatchNormalization and Add nodes) would otherwise make hundreds of thousands of
+/// chains per peak.
+pub const MAX_CHAIN_NODES: usize = 32;
+
+/// Walks every chain of at most [`MAX_CHAIN_NODES`] nodes made of the nodes at steps `[start, end]` of `order` (less `Constant`
+/// nodes, which neither start nor end a chain) with `start ≤ peak ≤ end`, last step by last step, each from the shortest (first
+/// step at `peak`) to the longest. `visit` gets each chain's first and last steps and a way
+/// to build it (`None` when those nodes form no chain), and says whether the chain is worth
+/// growing. When it is not, the walk takes no earlier first step for that last step: the
+/// caller says so when no grid cuts the chain within the MAC allowance, and prepending nodes
+/// leaves the region every node of the chain computes per tile as it was (regions follow from
+/// the chain's output backwards) while adding the new nodes' recomputed positions, so no grid
+/// of a longer chain recomputes less. `allowed` says which nodes may be split (nodes made by
+/// an earlier split may not).
+pub fn walk_chains_around<E>(
     graph: &Graph,
     order: &[NodeId],
     peak: usize,
     allowed: &dyn Fn(NodeId) -> bool,
-    known: &dyn Fn([usize; 2]) -> bool,
-) -> Vec<Chain> {
+    visit: &mut ChainVisit<'_, E>,
+) -> Result<(), E> {
+    let constant = |step: usize| is_constant(graph, order[step]);
     let splittable = |step: usize| {
         let node = order[step];
-        allowed(node) && rule_of(graph, &graph.nodes[node]).is_some()
+        allowed(node) && !constant(step) && rule_of(graph, &graph.nodes[node]).is_some()
     };
-    let ok = |step: usize| splittable(step) || is_constant(graph, order[step]);
+    let ok = |step: usize| splittable(step) || constant(step);
     if peak >= order.len() || !splittable(peak) {
-        return Vec::new();
+        return Ok(());
     }
     let mut low = peak;
     while low > 0 && ok(low - 1) {
@@ -79,23 +88,34 @@ pub fn chains_around_except(
     while high + 1 < order.len() && ok(high + 1) {
         high += 1;
     }
-    let mut found = Vec::new();
+    // Non-constant steps in `[0, s)`, to count a chain's nodes.
+    let mut before = vec![0usize; order.len() + 1];
+    for s in 0..order.len() {
+        before[s + 1] = before[s] + usize::from(!constant(s));
+    }
+    let nodes_in = |start: usize, end: usize| before[end + 1] - before[start];
     for end in (peak..=high).filter(|&s| splittable(s)) {
+        if nodes_in(peak, end) > MAX_CHAIN_NODES {
+            break;
+        }
         for start in (low..=peak).rev().filter(|&s| splittable(s)) {
-            if known([start, end]) {
-                continue;
+            if nodes_in(start, end) > MAX_CHAIN_NODES {
+                break;
             }
-            let nodes: Vec<NodeId> = order[start..=end]
-                .iter()
-                .copied()
-                .filter(|&n| !is_constant(graph, n))
-                .collect();
-            if let Some(chain) = chain_of(graph, &nodes) {
-                found.push(chain);
+            let build = || {
+                let nodes: Vec<NodeId> = order[start..=end]
+                    .iter()
+                    .copied()
+                    .filter(|&n| !is_constant(graph, n))
+                    .collect();
+                chain_of(graph, &nodes)
+            };
+            if !visit([start, end], &build)? {
+                break;
             }
         }
     }
-    found
+    Ok(())
 }
 
 /// A `Constant` node: it stays outside chains (its value is read whole), so a chain may span

@@ -27,9 +27,9 @@ pub fn tiles_work(nodes: usize, [rows, cols]: [usize; 2]) -> u64 {
     (nodes * rows * cols) as u64 * UNITS_PER_NODE_VISIT
 }
 
-/// The work of building chains (each node's rule and reads looked up once per chain).
-pub fn chains_work(chains: &[Chain]) -> u64 {
-    chains.iter().map(|c| c.nodes.len() as u64).sum::<u64>() * UNITS_PER_NODE_VISIT
+/// The work of building one chain over `steps` steps (each node's rule and reads looked up).
+pub fn chain_work(steps: usize) -> u64 {
+    steps as u64 * UNITS_PER_NODE_VISIT
 }
 
 /// Bytes in use at each step of a plan: the union of the byte ranges of the tensors live

@@ -6,18 +6,19 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
-use super::chain::{Chain, chains_around};
-use super::estimate::{chains_work, live_bytes, step_operands, strips_work, tiles_work};
+use super::chain::{Chain, walk_chains_around};
+use super::estimate::{chain_work, live_bytes, step_operands, strips_work, tiles_work};
 use super::macs::graph_macs;
 use super::rewrite::rewrite;
 use super::rows::rewrite::rewrite_rows;
 use super::rows::{self, Blocking};
-use super::target::grade;
+use super::target::{grade, target};
 use super::tiling::{Tiling, tile_within};
 use super::{Spend, Spent, SplitOptions};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitsInfo};
 use crate::onnx::proto::ModelProto;
 use crate::pipeline::Planned;
+use crate::plan::WORK_PER_SECOND;
 
 /// Largest number of tiles along one axis the search tries.
 const MAX_TILES: usize = 8;
@@ -27,6 +28,8 @@ const MAX_FINE_TILES: usize = 32;
 const TRIALS: usize = 6;
 /// Chains split at most.
 const MAX_CHAINS: usize = 32;
+/// Each round's target ([`target`]) may charge this fraction (1/n) of the search's allowance.
+const TARGET_SHARE: u64 = 4;
 
 /// What the search found: the model to plan (its nodes in execution order) and the record of
 /// the split (empty `chains` when nothing helped, and then `model` is the input model).
@@ -134,14 +137,7 @@ pub fn search(
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let best = score(planned);
-        let found = candidates(
-            planned,
-            &origin,
-            allowance - used,
-            options.budget,
-            aim,
-            spend,
-        );
+        let found = candidates(planned, &origin, allowance - used, options, aim, spend);
         let Ok(mut candidates) = found else {
             break;
         };
@@ -304,7 +300,7 @@ pub(super) fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> Model
 /// Chains around every hot step, each with its best grid within `allowance` extra MACs, best
 /// estimate first: when `aim`ing (without a budget, until a round finds nothing), its
 /// cheapest grid whose estimate of the chain's own peak reaches the plan's target arena
-/// ([`super::target::target`]), else (or when no target fits) its grid of the best estimate;
+/// ([`target`]), else (or when no target fits) its grid of the best estimate;
 /// the chains of the target's cover first. The hot steps are those whose operands exceed the
 /// budget, if any do; else those where the live bytes peak. The estimates are charged to
 /// `spend`.
@@ -312,10 +308,11 @@ fn candidates(
     planned: &Planned,
     origin: &[Option<usize>],
     allowance: u64,
-    budget: Option<u64>,
+    options: &SplitOptions,
     aim: bool,
     spend: Spend,
 ) -> Result<Vec<Candidate>, Spent> {
+    let budget = options.budget;
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let live = live_bytes(&planned.table);
@@ -336,15 +333,16 @@ fn candidates(
     };
     let table = &planned.table;
     let allowed = |n: usize| origin[n].is_some();
-    let mut seen = HashSet::new();
     let mut found = Vec::new();
     // Under a budget, finer grids too.
     let tried = grids(budget.is_some());
     // Without a budget, every chain aims at one target arena (cheapest grid reaching it).
     let (aimed, mut graded) = match aim {
         true => {
-            let found =
-                super::target::target(planned, &live, &allowed, &grids(false), allowance, spend)?;
+            let share = options.search_time.as_secs_f64() * WORK_PER_SECOND as f64;
+            let share = (share / TARGET_SHARE as f64) as u64;
+            let grids = grids(false);
+            let found = target(planned, &live, &allowed, &grids, allowance, spend, share)?;
             (found.target, found.graded)
         }
         false => (None, HashMap::new()),
@@ -354,19 +352,19 @@ fn candidates(
         Some(t) if inside <= t => (false, macs, inside, estimate),
         _ => (true, estimate, inside, macs),
     };
+    // Whether each chain seen so far has a grid within the allowance.
+    let mut seen: HashMap<[usize; 2], bool> = HashMap::new();
     for step in hot {
-        let around = chains_around(graph, order, step, &allowed);
-        if !spend(chains_work(&around)) {
-            return Err(Spent);
-        }
-        for chain in around {
-            let start = step_of(order, chain.nodes[0]);
-            let end = step_of(order, chain.nodes[chain.nodes.len() - 1]);
-            if !seen.insert((start, end)) {
-                continue;
+        let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
+            if let Some(&fits) = seen.get(&steps) {
+                return Ok(fits);
             }
-            let covers = cover.contains(&[start, end]);
-            let steps = [start, end];
+            if !spend(chain_work(steps[1] - steps[0] + 1)) {
+                return Err(Spent);
+            }
+            let Some(chain) = build() else {
+                return Ok(true);
+            };
             let grades = match graded.remove(&steps) {
                 Some(g) => g,
                 None => grade(graph, table, &live, &chain, steps, &tried, allowance, spend)?,
@@ -376,8 +374,9 @@ fn candidates(
                 .into_iter()
                 .enumerate()
                 .min_by_key(|(i, g)| (rank(g.estimate, g.inside, g.extra_macs), *i));
+            seen.insert(steps, best.is_some());
             let Some((_, best)) = best else {
-                continue;
+                return Ok(false);
             };
             let n = chain.nodes.len();
             if !spend(strips_work(n, best.grid) + tiles_work(n, best.grid)) {
@@ -387,12 +386,14 @@ fn candidates(
                 .expect("a graded grid cuts its chain");
             found.push(Candidate {
                 cut: Cut::Tiles(chain, tiling),
-                covers,
-                start,
+                covers: cover.contains(&steps),
+                start: steps[0],
                 estimate: best.estimate,
                 inside: best.inside,
             });
-        }
+            Ok(true)
+        };
+        walk_chains_around(graph, order, step, &allowed, &mut visit)?;
     }
     found.extend(
         rows::candidates(planned, &live, &allowed, spend)?
@@ -431,13 +432,6 @@ fn grids(fine: bool) -> Vec<[usize; 2]> {
         }
     }
     list
-}
-
-fn step_of(order: &[usize], node: usize) -> usize {
-    order
-        .iter()
-        .position(|&n| n == node)
-        .expect("every node is scheduled")
 }
 
 /// The table's record of one accepted chain.

@@ -3,10 +3,11 @@
 //! smallest one whose chains fit the MAC allowance together; so the first chain split does not
 //! spend the allowance that a later peak needs.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
-use super::chain::{Chain, chains_around_except};
-use super::estimate::{ChainEstimate, chains_work, strips_work, tiles_work};
+use super::chain::{Chain, walk_chains_around};
+use super::estimate::{ChainEstimate, chain_work, strips_work, tiles_work};
 use super::tiling::tile_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
@@ -85,7 +86,11 @@ pub struct Aim {
 /// [`smallest_target`]); `None` when no target below the plan's peak fits. Chains are worked
 /// out around the steps above each candidate target only, highest live bytes first, so the
 /// steps under the answer are never looked at. `live` is the plan's live bytes per step
-/// ([`super::estimate::live_bytes`]). The estimates are charged to `spend`.
+/// ([`super::estimate::live_bytes`]). The estimates are charged to `spend`; once they would
+/// pass `share` units, no lower level is looked at and the answer of the levels done stands
+/// (deep networks of cheap halos, where every chain fits, would otherwise spend the whole
+/// search on ranking).
+#[allow(clippy::too_many_arguments)]
 pub fn target(
     planned: &Planned,
     live: &[u64],
@@ -93,33 +98,52 @@ pub fn target(
     grids: &[[usize; 2]],
     allowance: u64,
     spend: Spend,
+    share: u64,
 ) -> Result<Aim, Spent> {
+    let charged = Cell::new(0u64);
+    let capped = Cell::new(false);
+    let spend = &|units: u64| {
+        if charged.get().saturating_add(units) > share {
+            capped.set(true);
+            return false;
+        }
+        charged.set(charged.get() + units);
+        spend(units)
+    };
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let mut levels: Vec<u64> = live.to_vec();
     levels.sort_unstable_by(|a, b| b.cmp(a));
     levels.dedup();
     let mut chains = Vec::new();
-    let mut graded = HashMap::new();
+    let mut graded: HashMap<[usize; 2], Vec<Graded>> = HashMap::new();
     let mut answer = None;
-    let at = |n: usize| order.iter().position(|&o| o == n).expect("scheduled");
-    for (i, &level) in levels.iter().enumerate() {
+    'levels: for (i, &level) in levels.iter().enumerate() {
         for step in (0..live.len()).filter(|&s| live[s] == level) {
-            let known = |steps: [usize; 2]| graded.contains_key(&steps);
-            let around = chains_around_except(graph, order, step, allowed, &known);
-            if !spend(chains_work(&around)) {
-                return Err(Spent);
-            }
-            for chain in around {
-                let steps = [at(chain.nodes[0]), at(chain.nodes[chain.nodes.len() - 1])];
-                if graded.contains_key(&steps) {
-                    continue;
+            // Each chain is graded once; one that no grid cuts within the allowance is not
+            // grown further back.
+            let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
+                if let Some(g) = graded.get(&steps) {
+                    return Ok(!g.is_empty());
                 }
+                if !spend(chain_work(steps[1] - steps[0] + 1)) {
+                    return Err(Spent);
+                }
+                let Some(chain) = build() else {
+                    return Ok(true);
+                };
                 let table = &planned.table;
                 let g = grade(graph, table, live, &chain, steps, grids, allowance, spend)?;
-                let costs = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
+                let costs: Vec<_> = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
+                let fits = !costs.is_empty();
                 chains.push(ChainCost::new(steps, costs));
                 graded.insert(steps, g);
+                Ok(fits)
+            };
+            match walk_chains_around(graph, order, step, allowed, &mut visit) {
+                Ok(()) => {}
+                Err(Spent) if capped.get() => break 'levels,
+                Err(spent) => return Err(spent),
             }
         }
         // Targets in [next, level) leave exactly the steps at `level` or above to cover.
