@@ -45,7 +45,7 @@ fn model_flags(flags: u8) -> Vec<&'static str> {
         ][usize::from(flags >> 5 & 3)],
     );
     if flags & 128 != 0 {
-        args.push("--split=auto");
+        args.extend(["--split=auto", "--split-time=1"]);
     }
     args
 }
@@ -79,5 +79,13 @@ fn model_findings_plan_or_fail_cleanly() {
         ];
         args.extend(model_flags(flags));
         assert_clean(&run_cli(&args), &finding.display().to_string());
+    }
+}
+
+#[test]
+fn solve_csv_findings_solve_or_fail_cleanly() {
+    for finding in findings("solve_csv") {
+        let out = run_cli(&["solve", finding.to_str().unwrap(), "--time-limit", "1"]);
+        assert_clean(&out, &finding.display().to_string());
     }
 }

@@ -4,8 +4,9 @@
 //! Input: one byte of option flags, then the model file (see `fuzz/seeds.sh`). The flags mirror
 //! `plan`'s options so that a finding replays with the CLI:
 //! bit 0 `--no-inplace`, bit 1 `--no-alias`, bit 2 `--exclude-io`, bit 3 `--schedule memory`,
-//! bit 4 `--trust-value-info`, bits 5–6 `--alignment` 64 / 1 / 16 / 256, bit 7 `--split auto`;
-//! always `--time-limit 0.05`.
+//! bit 4 `--trust-value-info`, bits 5–6 `--alignment` 64 / 1 / 16 / 256, bit 7 `--split auto
+//! --split-time 1`; always `--time-limit 0.05`. (The split search's default safety stop, 60 s,
+//! would make one input a minute long; a finding is an input over 10 s.)
 //!
 //! Finding: a panic, or an error that is not an input error (the CLI's exit 1).
 #![no_main]
@@ -35,6 +36,7 @@ fn options(flags: u8) -> Options {
     options.liveness.alignment = [64, 1, 16, 256][usize::from(flags >> 5 & 3)];
     if flags & 128 != 0 {
         options.split.choice = SplitChoice::Auto;
+        options.split.search_time = Duration::from_secs(1);
     }
     options
 }

@@ -41,6 +41,15 @@ pub enum CsvError {
         /// What is wrong.
         message: String,
     },
+    /// The rows parse but no planner can take them (sizes adding up past
+    /// [`super::MAX_TOTAL`]).
+    #[error("{file}: {error}")]
+    Problem {
+        /// The file.
+        file: String,
+        /// Why the problem cannot be planned.
+        error: super::PlanError,
+    },
 }
 
 /// Reads a problem from a CSV file.
@@ -195,13 +204,16 @@ pub fn parse_csv(text: &str, source: &str) -> Result<CsvProblem, CsvError> {
             end: upper,
         });
     }
-    Ok(CsvProblem {
-        ids,
-        problem: Problem {
-            buffers,
-            alignment: alignment.unwrap_or(1),
-        },
-    })
+    let problem = Problem {
+        buffers,
+        alignment: alignment.unwrap_or(1),
+    };
+    // What the reader accepts, every planner can take.
+    problem.validate().map_err(|error| CsvError::Problem {
+        file: source.to_string(),
+        error,
+    })?;
+    Ok(CsvProblem { ids, problem })
 }
 
 /// Formats a solved problem as CSV: `id,lower,upper,size,offset`, plus an `alignment` column
@@ -254,6 +266,17 @@ mod tests {
             ]
         );
         assert_eq!(csv.problem.alignment, 1);
+    }
+
+    #[test]
+    fn refuses_sizes_no_planner_can_add_up() {
+        // The solve_csv fuzz target's finding: a size past 2^62 (the others' sum is small).
+        let text = "id,lower,upper,size\na,0,3,4\nb,0,9,5125555555555555550\n";
+        let err = parse_csv(text, "big.csv").expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "big.csv: buffer sizes add up to more than 2^62 bytes"
+        );
     }
 
     #[test]
