@@ -90,7 +90,7 @@ fn a_deep_run_of_splittable_nodes_is_split_within_a_small_allowance() {
     compare_in_onnxruntime(&original, &rewritten);
 }
 
-/// The walk around a peak: chains of at most `MAX_CHAIN_NODES` nodes, each last step from the
+/// The walk around a peak: chains of at most `MAX_CHAIN_NODES` nodes (here), each last step from the
 /// shortest chain to the longest, and no longer chain for a last step once the visitor says
 /// a chain is not worth growing.
 #[test]
@@ -110,7 +110,7 @@ fn the_walk_is_bounded_and_stops_growing_a_chain_the_visitor_refuses() {
         visited.push(steps);
         Ok::<bool, ()>(steps[0] >= 5)
     };
-    walk_chains_around(graph, &order, 10, &|_| true, &mut visit).unwrap();
+    walk_chains_around(graph, &order, 10, &|_| true, MAX_CHAIN_NODES, &mut visit).unwrap();
     let mut expected = Vec::new();
     for end in 10..order.len() {
         for start in (0..=10).rev() {

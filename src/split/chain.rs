@@ -54,7 +54,11 @@ pub type ChainVisit<'a, E> =
 /// chains per peak.
 pub const MAX_CHAIN_NODES: usize = 32;
 
-/// Walks every chain of at most [`MAX_CHAIN_NODES`] nodes made of the nodes at steps `[start, end]` of `order` (less `Constant`
+/// Most nodes in a chain under a budget, where reaching the budget matters more than the
+/// estimate: a block whose Concat gathers a long run of convolutions is split whole.
+pub const MAX_BUDGET_CHAIN_NODES: usize = 64;
+
+/// Walks every chain of at most `max_nodes` nodes made of the nodes at steps `[start, end]` of `order` (less `Constant`
 /// nodes, which neither start nor end a chain) with `start ≤ peak ≤ end`, last step by last step, each from the shortest (first
 /// step at `peak`) to the longest. `visit` gets each chain's first and last steps and a way
 /// to build it (`None` when those nodes form no chain), and says whether the chain is worth
@@ -69,6 +73,7 @@ pub fn walk_chains_around<E>(
     order: &[NodeId],
     peak: usize,
     allowed: &dyn Fn(NodeId) -> bool,
+    max_nodes: usize,
     visit: &mut ChainVisit<'_, E>,
 ) -> Result<(), E> {
     let constant = |step: usize| is_constant(graph, order[step]);
@@ -95,11 +100,11 @@ pub fn walk_chains_around<E>(
     }
     let nodes_in = |start: usize, end: usize| before[end + 1] - before[start];
     for end in (peak..=high).filter(|&s| splittable(s)) {
-        if nodes_in(peak, end) > MAX_CHAIN_NODES {
+        if nodes_in(peak, end) > max_nodes {
             break;
         }
         for start in (low..=peak).rev().filter(|&s| splittable(s)) {
-            if nodes_in(start, end) > MAX_CHAIN_NODES {
+            if nodes_in(start, end) > max_nodes {
                 break;
             }
             let build = || {

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
-use super::chain::{Chain, walk_chains_around};
+use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
 use super::estimate::{chain_work, live_bytes, step_operands, strips_work, tiles_work};
 use super::macs::graph_macs;
 use super::rewrite::rewrite;
@@ -334,8 +334,12 @@ fn candidates(
     let table = &planned.table;
     let allowed = |n: usize| origin[n].is_some();
     let mut found = Vec::new();
-    // Under a budget, finer grids too.
+    // Under a budget, finer grids and longer chains too.
     let tried = grids(budget.is_some());
+    let longest = match budget {
+        Some(_) => MAX_BUDGET_CHAIN_NODES,
+        None => MAX_CHAIN_NODES,
+    };
     // Without a budget, every chain aims at one target arena (cheapest grid reaching it).
     let (aimed, mut graded) = match aim {
         true => {
@@ -393,7 +397,7 @@ fn candidates(
             });
             Ok(true)
         };
-        walk_chains_around(graph, order, step, &allowed, &mut visit)?;
+        walk_chains_around(graph, order, step, &allowed, longest, &mut visit)?;
     }
     found.extend(
         rows::candidates(planned, &live, &allowed, spend)?

@@ -6,7 +6,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
-use super::chain::{Chain, walk_chains_around};
+use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
 use super::estimate::{ChainEstimate, chain_work, strips_work, tiles_work};
 use super::tiling::tile_within;
 use super::{Spend, Spent};
@@ -140,7 +140,7 @@ pub fn target(
                 graded.insert(steps, g);
                 Ok(fits)
             };
-            match walk_chains_around(graph, order, step, allowed, &mut visit) {
+            match walk_chains_around(graph, order, step, allowed, MAX_CHAIN_NODES, &mut visit) {
                 Ok(()) => {}
                 Err(Spent) if capped.get() => break 'levels,
                 Err(spent) => return Err(spent),
