@@ -452,6 +452,7 @@ fn plan_split(
     budget.report_phase("splitting");
     let split_options = SplitOptions {
         budget: options.modes.budget,
+        scatter_inputs: options.liveness.include_io,
         ..options.split
     };
     let outcome = split::search(&first, &split_options, &budgeted_trial, &spend)?;

@@ -102,7 +102,7 @@ fn tf_same_pads_tile_as_windows() {
     assert_eq!(read(2, 3), Span::new(2, 7));
     assert_eq!(tiling.extra_macs, 2016);
 
-    let rewritten = rewrite(&proto, graph, &order, &chain, &tiling, "split1");
+    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", false);
     // Each Pad copy pads only the borders its tile touches: P2's copy in tile (0,0) pads the
     // beginning of H and W, in tile (1,1) the end.
     let g = rewritten.model.graph.as_ref().unwrap();

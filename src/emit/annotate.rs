@@ -43,6 +43,15 @@ pub fn annotate(model: &ModelProto, graph: &Graph, table: &Table, table_file: &s
             arena.bytes.to_string(),
         ));
     }
+    let scatters: Vec<&str> = table
+        .tensors
+        .iter()
+        .filter_map(|t| t.scattered_by.as_deref())
+        .collect();
+    if !scatters.is_empty() {
+        let names = serde_json::to_string(&scatters).expect("names serialise");
+        meta.push((crate::ir::SCATTER_KEY.to_string(), names));
+    }
     set_entries(&mut out.metadata_props, meta);
     out
 }

@@ -54,6 +54,9 @@ pub fn tensor_entries(
                 alias_of,
                 alias_offset,
                 strides: liveness.strides[i].clone(),
+                scattered_by: graph
+                    .scatter_reading(t.value)
+                    .map(|s| graph.nodes[s].name.clone()),
                 placement: Default::default(),
                 symbolic: Default::default(),
             }

@@ -606,6 +606,7 @@ pub(crate) mod fixtures {
             alias_of: None,
             alias_offset: None,
             strides: None,
+            scattered_by: None,
             placement: Default::default(),
             symbolic: Default::default(),
         }

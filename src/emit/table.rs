@@ -436,6 +436,10 @@ pub struct TensorEntry {
     /// Byte strides per axis of a tensor laid out as a strided view (absent: row-major).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strides: Option<Vec<u64>>,
+    /// For a scattered graph input: the Split node whose outputs the runtime writes it into
+    /// (the input itself takes no arena bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scattered_by: Option<String>,
     /// Placement extras of the advanced modes (partition units, stored dtype).
     #[serde(flatten)]
     pub placement: UnitPlacement,

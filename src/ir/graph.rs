@@ -178,6 +178,10 @@ pub struct Graph {
     pub outputs: Vec<ValueId>,
     /// Values defined by enclosing graphs (subgraphs only).
     pub outer_scope: Vec<ValueId>,
+    /// The Split nodes that scatter a graph input (main graph only; see
+    /// [`super::scatter_nodes`]): the runtime writes the input into their outputs, which are
+    /// live from the first step, and the input itself takes no arena bytes.
+    pub scatters: Vec<NodeId>,
     index: HashMap<String, ValueId>,
 }
 

@@ -50,8 +50,10 @@ impl Model {
         let Some(graph) = proto.graph.as_ref() else {
             crate::bail_input!("the model has no graph");
         };
+        let mut lowered = Graph::from_proto(graph)?;
+        lowered.scatters = super::scatter_nodes(proto, &lowered)?;
         Ok(Model {
-            graph: Graph::from_proto(graph)?,
+            graph: lowered,
             opsets: Opsets::from_proto(&proto.opset_import),
             functions: proto
                 .functions

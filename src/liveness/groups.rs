@@ -155,7 +155,10 @@ impl<'g> Analyser<'g> {
             t.bytes.is_some()
                 && match t.kind {
                     TensorKind::Constant => false,
-                    TensorKind::Input | TensorKind::Output => options.include_io,
+                    TensorKind::Input => {
+                        options.include_io && graph.scatter_reading(t.value).is_none()
+                    }
+                    TensorKind::Output => options.include_io,
                     TensorKind::Intermediate => true,
                 }
         };

@@ -61,7 +61,11 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
         let Some(kind) = tensor_kind(graph, id) else {
             continue;
         };
-        let first = value.producer.map_or(0, |p| step_of[p]);
+        // A scatter's parts are written by the runtime before the first step.
+        let first = match value.producer {
+            Some(p) if !graph.scatters.contains(&p) => step_of[p],
+            _ => 0,
+        };
         let mut last = value
             .consumers
             .iter()

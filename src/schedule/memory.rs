@@ -61,6 +61,7 @@ pub fn memory_order(
     let mut results = Vec::new();
     for (method, order) in candidates {
         debug_assert_eq!(order.len(), graph.nodes.len());
+        let order = super::scatters_first(graph, order);
         let score = score(&order)?;
         results.push(Scheduled {
             order,

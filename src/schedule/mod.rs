@@ -11,4 +11,4 @@ mod topo;
 pub use frontier::{FrontierLimits, FrontierOrder, frontier_order};
 pub use just_in_time::just_in_time;
 pub use memory::{FRONTIER_LIMITS, Scheduled, memory_order};
-pub use topo::topological_order;
+pub use topo::{scatters_first, topological_order};

@@ -10,25 +10,27 @@ use crate::ir::{Graph, NodeId};
 
 /// A topological order of the graph's nodes that keeps the stored order wherever it is valid:
 /// among ready nodes the one stored first runs first, so a topologically stored graph keeps
-/// its order exactly. A cycle is an input error naming a node on it.
+/// its order exactly; scatter nodes ([`Graph::scatters`]) come before every other node. A cycle is an input error naming a node on it.
 pub fn topological_order(graph: &Graph) -> Result<Vec<NodeId>> {
     let n = graph.nodes.len();
     let mut pending = vec![0usize; n];
     for (id, count) in pending.iter_mut().enumerate() {
         *count = producers(graph, id).len();
     }
-    let mut ready: BinaryHeap<Reverse<NodeId>> =
-        (0..n).filter(|&id| pending[id] == 0).map(Reverse).collect();
+    // Scatter nodes first (they read only graph inputs), then the stored order.
+    let key = |id: NodeId| Reverse((!graph.scatters.contains(&id), id));
+    let mut ready: BinaryHeap<Reverse<(bool, NodeId)>> =
+        (0..n).filter(|&id| pending[id] == 0).map(key).collect();
     let mut order = Vec::with_capacity(n);
     let mut done = vec![false; n];
-    while let Some(Reverse(id)) = ready.pop() {
+    while let Some(Reverse((_, id))) = ready.pop() {
         order.push(id);
         done[id] = true;
         for &out in graph.nodes[id].outputs.iter().flatten() {
             for &consumer in &graph.values[out].consumers {
                 pending[consumer] -= 1;
                 if pending[consumer] == 0 {
-                    ready.push(Reverse(consumer));
+                    ready.push(key(consumer));
                 }
             }
         }
@@ -56,4 +58,16 @@ fn producers(graph: &Graph, id: NodeId) -> Vec<NodeId> {
     read.iter()
         .filter_map(|&v| graph.values[v].producer)
         .collect()
+}
+
+/// `order` with the scatter nodes ([`Graph::scatters`]) moved to its front, the others kept in
+/// their order (a scatter reads only a graph input, so the result stays topological).
+pub fn scatters_first(graph: &Graph, order: Vec<NodeId>) -> Vec<NodeId> {
+    if graph.scatters.is_empty() {
+        return order;
+    }
+    let (mut front, rest): (Vec<NodeId>, Vec<NodeId>) =
+        order.into_iter().partition(|n| graph.scatters.contains(n));
+    front.extend(rest);
+    front
 }

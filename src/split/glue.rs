@@ -84,12 +84,7 @@ impl Glue {
     /// A Concat of `parts` along `axis` making `out`.
     pub fn concat(&mut self, parts: Vec<String>, axis: i64, out: &str) {
         let name = self.names.fresh(&format!("{out}/{}/Concat", self.label));
-        let axis = AttributeProto {
-            name: Some("axis".to_string()),
-            r#type: Some(AttributeType::Int as i32),
-            i: Some(axis),
-            ..Default::default()
-        };
+        let axis = int_attribute("axis", axis);
         self.nodes.push(op("Concat", parts, out, &name, vec![axis]));
         self.glue.push(name);
     }
@@ -168,6 +163,16 @@ pub fn op(
         name: Some(name.to_string()),
         op_type: Some(op_type.to_string()),
         attribute,
+        ..Default::default()
+    }
+}
+
+/// An integer attribute.
+pub fn int_attribute(name: &str, i: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(i),
         ..Default::default()
     }
 }

@@ -10,6 +10,7 @@
 //! [`search()`] chooses chains and grids from the plan. [`rows`]
 //! does the same for transformers along one axis (tokens, query rows): row blocking.
 
+pub mod bands;
 pub mod chain;
 pub mod estimate;
 pub mod glue;
@@ -55,6 +56,9 @@ pub struct SplitOptions {
     /// A device budget (`--budget`; the pipeline fills it from the mode options): the search
     /// first splits the steps whose operands alone exceed it.
     pub budget: Option<u64>,
+    /// Scatter the graph inputs a chain's tiles read into bands the runtime writes directly
+    /// (the pipeline fills it: only when graph inputs are in the arena).
+    pub scatter_inputs: bool,
     /// Seconds the search may take (`--split-time`): it spends [`crate::plan::WORK_PER_SECOND`]
     /// work units per second, charged per trial plan and per candidate estimate, with the time
     /// as a safety stop.
@@ -67,6 +71,7 @@ impl Default for SplitOptions {
             choice: SplitChoice::Off,
             overhead_pct: 10.0,
             budget: None,
+            scatter_inputs: true,
             search_time: std::time::Duration::from_secs(60),
         }
     }

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::bands::{mark_scatters, scatter_inputs};
 use super::chain::{Chain, Read};
 use super::glue::{Glue, ints_attribute};
 use super::region::{Region, Span, full};
@@ -27,14 +28,15 @@ pub struct Rewritten {
 }
 
 /// Rewrites `proto` (typed as `graph`) so that the chain, which occupies consecutive steps of
-/// `order`, runs tile by tile; `label` tags the new names (e.g. `split1`).
+/// `order`, runs tile by tile; `label` tags the new names (e.g. `split1`). With `scatter`, the
+/// graph inputs the tiles read are scattered into bands (see [`super::bands`]).
 pub fn rewrite(
     proto: &ModelProto,
     graph: &Graph,
     order: &[NodeId],
-    chain: &Chain,
-    tiling: &Tiling,
+    (chain, tiling): (&Chain, &Tiling),
     label: &str,
+    scatter: bool,
 ) -> Rewritten {
     let old = &proto
         .graph
@@ -47,6 +49,11 @@ pub fn rewrite(
         .expect("the chain is in the order")
         + 1;
     let mut b = Glue::new(proto, graph, label);
+    let (bands, scatters) = if scatter {
+        scatter_inputs(&mut b, proto, graph, chain, tiling)
+    } else {
+        Default::default()
+    };
     let mut copies = vec![Vec::new(); chain.nodes.len()];
     // The chain's outputs (positions in the chain), the other outputs first.
     let outputs: Vec<usize> = chain.extra.iter().copied().chain([chain.last]).collect();
@@ -83,14 +90,17 @@ pub fn rewrite(
                         if i == 0 {
                             pads = Some(pads_of(need, want));
                         }
-                        if want == held {
+                        if want == held && !bands.contains_key(&source) {
                             source
                         } else {
                             let key = (source.clone(), want);
                             match slices.get(&key) {
                                 Some(name) => name.clone(),
                                 None => {
-                                    let name = b.slice(&source, slice_bounds(held, want), &tag);
+                                    let name = match bands.get(&source) {
+                                        Some(bands) => bands.read(&mut b, &source, want, &tag),
+                                        None => b.slice(&source, slice_bounds(held, want), &tag),
+                                    };
                                     slices.insert(key, name.clone());
                                     name
                                 }
@@ -180,7 +190,9 @@ pub fn rewrite(
         .map(|k| graph.values[output_of(graph, chain, k)].name.as_str())
         .collect();
     let in_chain: HashSet<NodeId> = chain.nodes.iter().copied().collect();
-    let (model, kept, glue) = b.splice(proto, order, end, &|n| in_chain.contains(&n), &internal);
+    let (mut model, kept, glue) =
+        b.splice(proto, order, end, &|n| in_chain.contains(&n), &internal);
+    mark_scatters(&mut model, &scatters);
     Rewritten {
         model,
         kept,

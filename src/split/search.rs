@@ -150,7 +150,10 @@ pub fn search(
             let label = format!("split{}", chains.len() + 1);
             let (graph, order) = (&planned.model.graph, &planned.table.schedule);
             let rewritten = match &candidate.cut {
-                Cut::Tiles(chain, tiling) => rewrite(proto, graph, order, chain, tiling, &label),
+                Cut::Tiles(chain, tiling) => {
+                    let cut = (chain, tiling);
+                    rewrite(proto, graph, order, cut, &label, options.scatter_inputs)
+                }
                 Cut::Rows(b) => rewrite_rows(proto, graph, order, &b.chain, &b.blocks, &label),
             };
             let Some(trial) = plan(rewritten.model.clone())? else {

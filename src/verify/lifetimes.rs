@@ -1,7 +1,7 @@
 //! Schedule validity and per-tensor facts (kind, dtype, shape, bytes, lifetime, placement).
 
 use crate::emit::{Table, TensorEntry};
-use crate::ir::{Graph, Value, ValueKind, concrete};
+use crate::ir::{Graph, NodeId, Value, ValueKind, concrete};
 
 /// Checks that the schedule is a topological permutation of the nodes; returns each node's step.
 pub fn check_schedule(
@@ -48,10 +48,19 @@ pub fn check_schedule(
     Some(step)
 }
 
-/// The lifetime `[first, last]` of a value under the schedule, derived directly from the graph.
-pub fn lifetime(graph: &Graph, value: &Value, steps: &[usize]) -> (usize, usize) {
+/// The lifetime `[first, last]` of a value under the schedule, derived directly from the graph;
+/// the outputs of the `scatters` are written before the first step.
+pub fn lifetime(
+    graph: &Graph,
+    value: &Value,
+    steps: &[usize],
+    scatters: &[NodeId],
+) -> (usize, usize) {
     let end = graph.nodes.len().saturating_sub(1);
-    let first = value.producer.map_or(0, |p| steps[p]);
+    let first = match value.producer {
+        Some(p) if !scatters.contains(&p) => steps[p],
+        _ => 0,
+    };
     let mut last = first;
     for &c in &value.consumers {
         last = last.max(steps[c]);
@@ -82,7 +91,7 @@ pub fn check_entry(
     graph: &Graph,
     value: &Value,
     entry: &TensorEntry,
-    steps: &[usize],
+    (steps, scatters): (&[usize], &[NodeId]),
     table: &Table,
     problems: &mut Vec<String>,
 ) {
@@ -116,7 +125,7 @@ pub fn check_entry(
             entry.bytes
         ));
     }
-    let (first, last) = lifetime(graph, value, steps);
+    let (first, last) = lifetime(graph, value, steps, scatters);
     if (entry.first, entry.last) != (first, last) {
         problems.push(format!(
             "tensor '{name}' has lifetime {}:{}, the schedule gives {first}:{last}",
@@ -125,7 +134,16 @@ pub fn check_entry(
     }
     let must_plan = match kind {
         "intermediate" => bytes.is_some(),
-        "input" | "output" => bytes.is_some() && table.options.include_io,
+        "input" => {
+            bytes.is_some()
+                && table.options.include_io
+                && graph.value_id(name).is_none_or(|v| {
+                    !scatters
+                        .iter()
+                        .any(|&s| graph.nodes[s].inputs.first() == Some(&Some(v)))
+                })
+        }
+        "output" => bytes.is_some() && table.options.include_io,
         _ => false,
     };
     match (entry.arena, entry.offset) {

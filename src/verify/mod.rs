@@ -11,6 +11,7 @@ mod lifetimes;
 mod modes;
 mod overlap;
 mod range;
+mod scatter;
 mod strided;
 
 use std::collections::HashMap;
@@ -38,12 +39,14 @@ pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
             problems.push(format!("tensor '{}' is missing from the table", value.name));
         }
     }
+    let scatters = scatter::check_scatters(graph, table, &steps, &mut problems);
     for entry in &table.tensors {
         let Some(value) = graph.value(&entry.name) else {
             problems.push(format!("tensor '{}' is not in the model", entry.name));
             continue;
         };
-        lifetimes::check_entry(graph, value, entry, &steps, table, &mut problems);
+        let facts = (steps.as_slice(), scatters.as_slice());
+        lifetimes::check_entry(graph, value, entry, facts, table, &mut problems);
     }
     branches::check_branches(graph, table, &mut problems);
     let runs = table.runs();

@@ -329,10 +329,11 @@ pub fn assert_verifies(model: &Path, table: &Path) {
     let check = run_cli(&["verify", model.to_str().unwrap(), table.to_str().unwrap()]);
     assert!(
         check.status.success(),
-        "{} with {}: {}",
+        "{} with {}: {}{}",
         model.display(),
         table.display(),
-        String::from_utf8_lossy(&check.stdout)
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
     );
 }
 

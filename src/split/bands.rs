@@ -1,0 +1,190 @@
+//! Scattering a graph input into bands. When a chain's tiles read a graph input, the input is
+//! cut along H (along W for a single row of tiles) where each row of tiles starts reading, by
+//! a Split the model names in its `memplan.scatter` metadata (see [`crate::ir::scatter_nodes`]).
+//! The runtime writes the input straight into the bands, so the whole input is never held:
+//! each band is freed once the last tile reading it has run, and the tiles' results fill the
+//! space the input gave up.
+
+use std::collections::HashMap;
+
+use super::chain::{Chain, Read};
+use super::glue::{Glue, int_attribute, ints_attribute, op};
+use super::region::{Region, Span};
+use super::rules::shape_of;
+use super::tiling::Tiling;
+use crate::ir::{Graph, SCATTER_KEY, ValueKind};
+use crate::onnx::proto::{ModelProto, StringStringEntryProto};
+
+/// One scattered input: its bands along one axis.
+pub struct Bands {
+    /// The axis cut (2 for H, 3 for W).
+    axis: usize,
+    /// Each band's tensor and its span along the axis.
+    bands: Vec<(String, Span)>,
+    /// The input's extent along H and W.
+    size: [i64; 2],
+}
+
+impl Bands {
+    /// The tensor holding `want` (clipped to the input) for tile `tag`: one band, a Slice of
+    /// one, or the Concat of the parts of the bands it crosses.
+    pub fn read(&self, b: &mut Glue, source: &str, want: Region, tag: &str) -> String {
+        let a = self.axis - 2;
+        let mut parts = Vec::new();
+        for (name, span) in &self.bands {
+            let along = Span::new(want[a].start.max(span.start), want[a].end.min(span.end));
+            if along.is_empty() {
+                continue;
+            }
+            let mut held = [Span::new(0, self.size[0]), Span::new(0, self.size[1])];
+            held[a] = *span;
+            let mut part = want;
+            part[a] = along;
+            parts.push(if part == held {
+                name.clone()
+            } else {
+                let rel = |s: Span, h: Span| [s.start - h.start, s.end - h.start];
+                let [h0, h1] = rel(part[0], held[0]);
+                let [w0, w1] = rel(part[1], held[1]);
+                b.slice(name, [vec![h0, w0], vec![h1, w1], vec![2, 3]], tag)
+            });
+        }
+        if parts.len() == 1 {
+            return parts.pop().expect("one part");
+        }
+        let out = b.fresh(source, &format!("{tag}/bands"));
+        b.concat(parts, self.axis as i64, &out);
+        out
+    }
+}
+
+/// Cuts every graph input the chain reads (and nothing else reads) into bands, one per row of
+/// tiles (per column for a single row), starting where that row starts reading; adds the
+/// Split nodes to `b` and returns the bands by input name with the Splits' names. An input
+/// whose rows of tiles would not read in order, or that would make a single band, is left
+/// whole.
+pub fn scatter_inputs(
+    b: &mut Glue,
+    proto: &ModelProto,
+    graph: &Graph,
+    chain: &Chain,
+    tiling: &Tiling,
+) -> (HashMap<String, Bands>, Vec<String>) {
+    let mut found: HashMap<String, Bands> = HashMap::new();
+    let mut splits = Vec::new();
+    let axis = match tiling.grid {
+        [r, _] if r >= 2 => 2,
+        [1, c] if c >= 2 => 3,
+        _ => return (found, splits),
+    };
+    let a = axis - 2;
+    for (k, reads) in chain.reads.iter().enumerate() {
+        for (i, read) in reads.iter().enumerate() {
+            let Some(v) = graph.nodes[chain.nodes[k]].inputs[i] else {
+                continue;
+            };
+            let value = &graph.values[v];
+            let only_chain = value.consumers.iter().all(|c| chain.nodes.contains(c));
+            if *read != Read::Outside
+                || value.kind != ValueKind::Input
+                || value.is_output
+                || !only_chain
+                || found.contains_key(&value.name)
+            {
+                continue;
+            }
+            let Some(shape) = shape_of(graph, v) else {
+                continue;
+            };
+            let size = [shape[2], shape[3]];
+            let Some(cuts) = band_cuts(chain, tiling, v, graph, a, size[a]) else {
+                continue;
+            };
+            let spans: Vec<Span> = cuts.windows(2).map(|c| Span::new(c[0], c[1])).collect();
+            let names: Vec<String> = (0..spans.len())
+                .map(|j| b.fresh(&value.name, &format!("band{j}")))
+                .collect();
+            let name = b
+                .names
+                .fresh(&format!("{}/{}/Scatter", value.name, b.label));
+            let sizes: Vec<i64> = spans.iter().map(|s| s.len()).collect();
+            let opset = crate::ir::Opsets::from_proto(&proto.opset_import)
+                .version("")
+                .unwrap_or(1);
+            let mut attributes = vec![int_attribute("axis", axis as i64)];
+            let mut inputs = vec![value.name.clone()];
+            if opset >= 13 {
+                inputs.push(b.constant(sizes));
+            } else {
+                attributes.push(ints_attribute("split", sizes));
+            }
+            let mut node = op("Split", inputs, &names[0], &name, attributes);
+            node.output = names.clone();
+            b.nodes.push(node);
+            b.glue.push(name.clone());
+            splits.push(name);
+            let bands = names.into_iter().zip(spans).collect();
+            found.insert(value.name.clone(), Bands { axis, bands, size });
+        }
+    }
+    (found, splits)
+}
+
+/// The band boundaries of input `v` along axis `a` (0 = H, 1 = W) of extent `size`: 0, where
+/// each later row (column) of tiles starts reading it, and `size`; `None` when the starts go
+/// backwards or make a single band.
+fn band_cuts(
+    chain: &Chain,
+    tiling: &Tiling,
+    v: usize,
+    graph: &Graph,
+    a: usize,
+    size: i64,
+) -> Option<Vec<i64>> {
+    let groups = tiling.grid[a];
+    let mut starts = vec![i64::MAX; groups];
+    for tile in &tiling.tiles {
+        for (k, reads) in tile.reads.iter().enumerate() {
+            let node = &graph.nodes[chain.nodes[k]];
+            for (i, region) in reads.iter().enumerate() {
+                if let (Some(r), Some(input)) = (region, node.inputs.get(i).copied().flatten())
+                    && input == v
+                {
+                    let g = tile.at[a];
+                    starts[g] = starts[g].min(r[a].clip(size).start);
+                }
+            }
+        }
+    }
+    let mut cuts = vec![0];
+    for &s in &starts[1..] {
+        let last = *cuts.last().expect("starts at 0");
+        if s < last || s > size {
+            return None;
+        }
+        if s > last && s < size {
+            cuts.push(s);
+        }
+    }
+    cuts.push(size);
+    (cuts.len() > 2).then_some(cuts)
+}
+
+/// Adds `splits` to the model's `memplan.scatter` metadata entry (a JSON array of names).
+pub fn mark_scatters(model: &mut ModelProto, splits: &[String]) {
+    if splits.is_empty() {
+        return;
+    }
+    let props = &mut model.metadata_props;
+    let mut names: Vec<String> = props
+        .iter()
+        .find(|p| p.key() == SCATTER_KEY)
+        .and_then(|p| serde_json::from_str(p.value()).ok())
+        .unwrap_or_default();
+    names.extend(splits.iter().cloned());
+    props.retain(|p| p.key() != SCATTER_KEY);
+    props.push(StringStringEntryProto {
+        key: Some(SCATTER_KEY.to_string()),
+        value: Some(serde_json::to_string(&names).expect("names serialise")),
+    });
+}
