@@ -7,7 +7,8 @@
 //! `--budget` at half the lower bound fits without and with splitting, and the arenas with
 //! `--exclude-io` (graph inputs and outputs outside the arena) without and with splitting. Then
 //! the geometric mean of the ratio over the CNNs (Conv and no MatMul), over the transformers
-//! (MatMul and Softmax: row blocking) and over all models, what sets the peak after splitting
+//! (MatMul and Softmax: row blocking), over those at 128 tokens or more (the length of the
+//! attention's key axis, the last axis of the first Softmax's input) and over all models, what sets the peak after splitting
 //! (the step, its node and the largest tensors live there), and for
 //! MobileNetV2 the frontier: arena against the allowed extra MACs (5, 10, 20, 40%), with the
 //! graph inputs and outputs in the arena (the default) and with `--exclude-io`.
@@ -62,6 +63,16 @@ fn extra_pct(p: &Planned) -> f64 {
     })
 }
 
+/// The attention's key length: the last axis of the first Softmax's input.
+fn tokens(p: &Planned) -> Option<i64> {
+    let graph = &p.model.graph;
+    let softmax = graph.nodes.iter().find(|n| n.op_type == "Softmax")?;
+    let input = softmax.inputs.first().copied().flatten()?;
+    let ty = graph.values[input].tensor_type()?;
+    let shape = onnx_memplan::ir::concrete(ty.shape.as_ref()?)?;
+    shape.last().copied()
+}
+
 fn geomean(values: &[f64]) -> f64 {
     if values.is_empty() {
         return f64::NAN;
@@ -75,6 +86,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut cnn, mut transformers, mut all) = (Vec::new(), Vec::new(), Vec::new());
+    let mut long = Vec::new();
     let mut mobilenet = None;
     let mut budget_fits = 0;
     let mut peaks = Vec::new();
@@ -131,6 +143,9 @@ fn main() {
         }
         if has("MatMul") && has("Softmax") {
             transformers.push(ratio);
+            if tokens(&base).is_some_and(|t| t >= 128) {
+                long.push(ratio);
+            }
         }
         if name.starts_with("mobilenet_v2") {
             mobilenet = Some((path.clone(), arena(&base)));
@@ -138,11 +153,13 @@ fn main() {
     }
     println!();
     println!(
-        "geometric mean of before/after: CNNs {:.2}x ({} models), transformers {:.2}x ({} models), all {:.2}x ({} models)",
+        "geometric mean of before/after: CNNs {:.2}x ({} models), transformers {:.2}x ({} models; at 128 tokens or more {:.2}x, {} models), all {:.2}x ({} models)",
         geomean(&cnn),
         cnn.len(),
         geomean(&transformers),
         transformers.len(),
+        geomean(&long),
+        long.len(),
         geomean(&all),
         all.len()
     );

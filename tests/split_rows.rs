@@ -591,3 +591,45 @@ fn repeated_layers_are_all_blocked_within_a_small_allowance() {
     common::assert_verifies(&annotated, &table);
     compare_in_onnxruntime(&path, &annotated);
 }
+
+/// Under `--budget`, row chains are sought around the steps whose operands exceed it, not only
+/// where the live bytes peak. models/vit_tiny_batch.onnx (batch 1, 65 tokens, 4 heads of 24):
+/// each layer's scores MatMul reads Q [1,4,65,24] and Kᵀ [1,4,24,65] (24,960 bytes each) and
+/// writes [1,4,65,65] (67,600 bytes), 117,520 bytes at once; its live peak is elsewhere (the
+/// QKV projection). A budget of 87,360 bytes (half of the 174,720-byte arena of the layer's
+/// QKV step) fits only if the scores are cut into query-row blocks.
+#[test]
+fn budget_blocks_attention_rows_away_from_the_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = common::root().join("models/vit_tiny_batch.onnx");
+    let out = dir.path().join("vit.onnx");
+    let args = [
+        "--dim",
+        "batch=1",
+        "--schedule",
+        "memory",
+        "--split",
+        "auto",
+        "--budget",
+        "87360",
+    ];
+    let run = common::plan_to(&model, &out, &args);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table = common::read_table(&dir.path().join("vit.memplan.json"));
+    let splits = table.splits.as_ref().unwrap();
+    let scores_blocked = splits.chains.iter().any(|c| {
+        c.axis.is_some()
+            && c.nodes
+                .iter()
+                .any(|n| n.node.ends_with("self_attention/MatMul_1") && n.tiles.len() > 1)
+    });
+    assert!(
+        scores_blocked,
+        "{:?}",
+        splits.chains.iter().map(|c| &c.output).collect::<Vec<_>>()
+    );
+}

@@ -320,19 +320,25 @@ fn candidates(
     let order = &planned.table.schedule;
     let live = live_bytes(&planned.table);
     let peak = live.iter().copied().max().unwrap_or(0);
-    let over: Vec<usize> = match budget {
-        Some(b) => step_operands(graph, &planned.table)
-            .iter()
-            .enumerate()
-            .filter(|&(_, &bytes)| bytes > b)
-            .map(|(s, _)| s)
-            .collect(),
-        None => Vec::new(),
+    let operands = budget.map(|_| step_operands(graph, &planned.table));
+    let over: Vec<usize> = match (budget, &operands) {
+        (Some(b), Some(operands)) => (0..operands.len()).filter(|&s| operands[s] > b).collect(),
+        _ => Vec::new(),
     };
-    let hot: Vec<usize> = if over.is_empty() {
-        (0..live.len()).filter(|&s| live[s] == peak).collect()
-    } else {
-        over
+    let peaks: Vec<usize> = (0..live.len()).filter(|&s| live[s] == peak).collect();
+    // Row chains reach far from their step (see `rows::candidates`): under a budget they are
+    // sought around the steps with the most operands only.
+    let (hot, rows_hot) = match &operands {
+        Some(operands) if !over.is_empty() => {
+            let most = over.iter().map(|&s| operands[s]).max().unwrap_or(0);
+            let worst = over
+                .iter()
+                .copied()
+                .filter(|&s| operands[s] == most)
+                .collect();
+            (over, worst)
+        }
+        _ => (peaks.clone(), peaks),
     };
     let table = &planned.table;
     let allowed = |n: usize| origin[n].is_some();
@@ -361,7 +367,7 @@ fn candidates(
     };
     // Whether each chain seen so far has a grid within the allowance.
     let mut seen: HashMap<[usize; 2], bool> = HashMap::new();
-    for step in hot {
+    for &step in &hot {
         let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
             if let Some(&fits) = seen.get(&steps) {
                 return Ok(fits);
@@ -403,7 +409,7 @@ fn candidates(
         walk_chains_around(graph, order, step, &allowed, longest, &mut visit)?;
     }
     found.extend(
-        rows::candidates(planned, &live, &allowed, spend)?
+        rows::candidates(planned, (&live, &rows_hot), &allowed, spend)?
             .into_iter()
             .map(|b| Candidate {
                 covers: false,

@@ -41,22 +41,22 @@ pub struct Blocking {
     pub start: usize,
 }
 
-/// The row chains through the steps where `live` (bytes live per step of the plan) peaks, each
-/// with its best block count by estimate; `allowed` says which nodes may be split. Each chain
-/// built and each estimate is charged to `spend`.
+/// The row chains through the `hot` steps of the plan (where the live bytes peak, or under a
+/// budget the steps whose operands exceed it), each with its best block count by estimate
+/// (`live`: bytes live per step); `allowed` says which nodes may be split. Each chain built
+/// and each estimate is charged to `spend`.
 pub fn candidates(
     planned: &Planned,
-    live: &[u64],
+    (live, hot): (&[u64], &[usize]),
     allowed: &dyn Fn(usize) -> bool,
     spend: Spend,
 ) -> Result<Vec<Blocking>, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let opset = planned.model.opsets.version("").unwrap_or(1);
-    let peak = live.iter().copied().max().unwrap_or(0);
     let mut seen: HashSet<Vec<usize>> = HashSet::new();
     let mut found = Vec::new();
-    for step in (0..live.len()).filter(|&s| live[s] == peak) {
+    for &step in hot {
         let target = order[step];
         for end in step..order.len().min(step + REACH) {
             let Some(out) = graph.nodes[order[end]].outputs.first().copied().flatten() else {
