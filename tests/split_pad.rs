@@ -152,3 +152,63 @@ fn edge_and_reflect_pads_end_chains() {
         assert_eq!(rule_of(g, &g.nodes[3]).is_some(), rule, "{mode:?}");
     }
 }
+
+/// The same chain with P2's pads computed at run time from `Shape(R1)`, as timm's
+/// TensorFlow-ported models do ("same" padding from the input size): Shape(R1) = [1,4,6,6]
+/// (worked by hand), Gather of its H, 6 / 6 = 1, and the pads [0,0,1,1,0,0,1,1] concatenated
+/// from it. The shape computation runs between Relu and the Pad; its outputs are known before
+/// run time, so it stays outside the chain, the chain still spans the five nodes, and the
+/// rewrite replaces the Shape of R1 (which no longer exists whole) by its value.
+#[test]
+fn pads_computed_from_a_shape_stay_outside_the_chain() {
+    let mut m = tf_same_chain(None);
+    let g = m.graph.as_mut().unwrap();
+    let pads = ["zeros", "one", "one", "zeros", "one", "one"];
+    let shape_nodes = vec![
+        node("Shape", &["r1"], &["r1_shape"]),
+        node("Gather", &["r1_shape", "h_index"], &["r1_h"]),
+        node("Div", &["r1_h", "r1_h"], &["one"]),
+        common::with_int(node("Concat", &pads, &["pads2"]), "axis", 0),
+    ];
+    g.node.splice(3..3, shape_nodes);
+    g.initializer.retain(|t| t.name() != "pads2");
+    g.initializer.push(int_init("h_index", &[1], &[2]));
+    g.initializer.push(int_init("zeros", &[2], &[0, 0]));
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("shape_pads.onnx");
+    write_model(&m, &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let data: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&n| !onnx_memplan::split::chain::is_constant(graph, n))
+        .collect();
+    let ops: Vec<&str> = data
+        .iter()
+        .map(|&n| graph.nodes[n].op_type.as_str())
+        .collect();
+    assert_eq!(ops, ["Pad", "Conv", "Relu", "Pad", "Conv"]);
+    let chain = chain_of(graph, &data).expect("the five nodes form a chain");
+    assert_eq!(graph.values[chain.output].name, "y");
+    assert!(chain.extra.is_empty(), "R1 is not assembled for its Shape");
+    let tiling = tile(graph, &chain, [2, 2]).unwrap();
+    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", false);
+    let g = rewritten.model.graph.as_ref().unwrap();
+    assert!(g.node.iter().all(|n| !n.input.contains(&"r1".to_string())));
+    let folded = g
+        .initializer
+        .iter()
+        .find(|t| t.name() == "r1_shape")
+        .unwrap();
+    let values: Vec<i64> = folded
+        .raw_data()
+        .chunks(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, [1, 4, 6, 6]);
+    let split = dir.path().join("shape_pads.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
+}

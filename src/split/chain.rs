@@ -123,19 +123,33 @@ pub fn walk_chains_around<E>(
     Ok(())
 }
 
-/// A `Constant` node: it stays outside chains (its value is read whole), so a chain may span
-/// the steps where the exporter placed one.
+/// A node whose outputs are known before run time: a constant, or a computation on shapes
+/// (TensorFlow-style "same" padding computes its pads from `Shape`s of the tensors it pads;
+/// the rewrite replaces a known `Shape` of a tensor the chain no longer makes by its value).
+/// It stays outside chains, so a chain may span the steps where the exporter placed one.
 pub fn is_constant(graph: &Graph, node: NodeId) -> bool {
     graph.nodes[node]
         .outputs
         .iter()
         .flatten()
-        .all(|&v| graph.is_model_constant(v))
+        .all(|&v| graph.is_model_constant(v) || graph.values[v].constant.is_some())
+}
+
+/// A default-domain `Shape` node whose output value inference knows.
+pub fn is_foldable_shape(graph: &Graph, node: NodeId) -> bool {
+    let n = &graph.nodes[node];
+    n.op_type == "Shape"
+        && n.domain.is_empty()
+        && n.outputs
+            .first()
+            .copied()
+            .flatten()
+            .is_some_and(|v| graph.values[v].constant.is_some())
 }
 
 /// The chain made of exactly these nodes, if they form one: every output rank 4 with a known
 /// shape, every input spatial (sliced per tile) or readable whole, and every tensor made read
-/// inside the run or after it.
+/// inside the run or after it (a known `Shape` of it does not count: the rewrite folds it).
 pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
     let position: HashMap<NodeId, usize> = nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
     let mut rules = Vec::with_capacity(nodes.len());
@@ -148,7 +162,8 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
         let out = node.outputs[0]?;
         let shape: [i64; 4] = shape_of(graph, out)?.try_into().ok()?;
         let value = &graph.values[out];
-        if value.is_output || value.consumers.iter().any(|c| !position.contains_key(c)) {
+        let outside = |c: &NodeId| !position.contains_key(c) && !is_foldable_shape(graph, *c);
+        if value.is_output || value.consumers.iter().any(outside) {
             escaping.push(k);
         } else if value.consumers.is_empty() {
             return None;

@@ -104,6 +104,22 @@ impl Glue {
         name
     }
 
+    /// Replaces the `Shape` nodes `shapes` (whose values inference knows) by initializers
+    /// holding those values, for tensors a rewrite no longer makes; the caller drops the nodes.
+    pub fn fold_shapes(&mut self, graph: &Graph, shapes: &[NodeId]) {
+        for &n in shapes {
+            let v = graph.nodes[n].outputs[0].expect("a Shape node has an output");
+            let value = graph.values[v]
+                .constant
+                .as_ref()
+                .expect("folded Shape nodes have a known value");
+            let dims = value.shape().iter().map(|&d| d as i64).collect();
+            let ints = value.to_i64_vec().expect("a shape is integers");
+            self.initializers
+                .push(int64_tensor(&graph.values[v].name, dims, &ints));
+        }
+    }
+
     /// The model with the nodes of `order` that `replaced` does not reject, this rewrite's
     /// nodes inserted after step `end` (exclusive), its initializers added and the value infos
     /// of `internal` tensors dropped; with, per new node, the old node it is.

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::bands::{mark_scatters, scatter_inputs};
-use super::chain::{Chain, Read};
+use super::chain::{Chain, Read, is_foldable_shape};
 use super::glue::{Glue, ints_attribute};
 use super::region::{Region, Span, full};
 use super::rules::{Rule, shape_of};
@@ -190,8 +190,20 @@ pub fn rewrite(
         .map(|k| graph.values[output_of(graph, chain, k)].name.as_str())
         .collect();
     let in_chain: HashSet<NodeId> = chain.nodes.iter().copied().collect();
-    let (mut model, kept, glue) =
-        b.splice(proto, order, end, &|n| in_chain.contains(&n), &internal);
+    // Shape nodes reading a tensor the chain no longer makes become its known value.
+    let folded: Vec<NodeId> = (0..graph.nodes.len())
+        .filter(|&n| {
+            is_foldable_shape(graph, n)
+                && graph.nodes[n]
+                    .inputs
+                    .iter()
+                    .flatten()
+                    .any(|&v| internal.contains(graph.values[v].name.as_str()))
+        })
+        .collect();
+    b.fold_shapes(graph, &folded);
+    let replaced = |n: NodeId| in_chain.contains(&n) || folded.contains(&n);
+    let (mut model, kept, glue) = b.splice(proto, order, end, &replaced, &internal);
     mark_scatters(&mut model, &scatters);
     Rewritten {
         model,

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::rules::{RowRead, RowRule, row_rule};
 use crate::ir::{Graph, NodeId, ValueId};
+use crate::split::chain::is_foldable_shape;
 
 /// A chain of row-blocked nodes, in execution order.
 #[derive(Clone, Debug)]
@@ -191,16 +192,4 @@ fn dim(graph: &Graph, value: ValueId, read: &RowRead) -> Option<i64> {
         return None;
     };
     crate::split::rules::shape_of(graph, value)?.get(a).copied()
-}
-
-/// A default-domain `Shape` node whose output value inference knows.
-pub fn is_foldable_shape(graph: &Graph, node: NodeId) -> bool {
-    let n = &graph.nodes[node];
-    n.op_type == "Shape"
-        && n.domain.is_empty()
-        && n.outputs
-            .first()
-            .copied()
-            .flatten()
-            .is_some_and(|v| graph.values[v].constant.is_some())
 }

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::glue::{Glue, int64_tensor};
+use super::super::glue::Glue;
 use super::super::region::Span;
 use super::super::rewrite::Rewritten;
 use super::chain::RowChain;
@@ -118,17 +118,7 @@ pub fn rewrite_rows(
 
     // Shape readers of chain tensors become initializers holding the value inference found.
     let folded: HashSet<NodeId> = chain.folded.iter().copied().collect();
-    for &n in &chain.folded {
-        let v = graph.nodes[n].outputs[0].expect("a Shape node has an output");
-        let value = graph.values[v]
-            .constant
-            .as_ref()
-            .expect("folded Shape nodes have a known value");
-        let dims = value.shape().iter().map(|&d| d as i64).collect();
-        let ints = value.to_i64_vec().expect("a shape is integers");
-        e.initializers
-            .push(int64_tensor(&graph.values[v].name, dims, &ints));
-    }
+    e.fold_shapes(graph, &chain.folded);
 
     // Shared nodes stay whole for their readers outside the chain.
     let shared: HashSet<NodeId> = chain.shared.iter().copied().collect();
