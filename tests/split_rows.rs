@@ -633,3 +633,62 @@ fn budget_blocks_attention_rows_away_from_the_peak() {
         splits.chains.iter().map(|c| &c.output).collect::<Vec<_>>()
     );
 }
+
+/// GPT-2's fused projection: X[1,16,8] → MatMul W[8,24] → QKV[1,16,24] → Split along axis 2
+/// into Q, K, V [1,16,8], read after the chain. A Split along another axis than the blocked
+/// one may end a row chain (worked by hand: block b makes QKV rows [4b, 4b+4) and its Split
+/// copy parts [1,4,8] of Q, K and V), so QKV never exists whole; each part is assembled by a
+/// Concat along the token axis under its own name.
+#[test]
+fn a_split_of_the_fused_projection_ends_a_row_chain() {
+    let mut split = node("Split", &["qkv", "sizes"], &["q", "k", "v"]);
+    split = common::with_int(split, "axis", 2);
+    let m = model(GraphProto {
+        name: Some("qkv".into()),
+        node: vec![
+            node("MatMul", &["x", "w"], &["qkv"]),
+            split,
+            node("Add", &["q", "k"], &["qk"]),
+            node("Mul", &["qk", "v"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, 16, 8])],
+        output: vec![float_info("y", &[1, 16, 8])],
+        initializer: vec![
+            weights("w", &[8, 24], 1.0),
+            int_init("sizes", &[3], &[8, 8, 8]),
+        ],
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("qkv.onnx");
+    write_model(&m, &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = row_chain(graph, &order, [0, 1], 1, 17, &|_| true).expect("MatMul and Split");
+    assert_eq!(made_by(graph, &chain), ["qkv", "q"]);
+    let names: Vec<&str> = chain
+        .outputs
+        .iter()
+        .map(|&v| graph.values[v].name.as_str())
+        .collect();
+    assert_eq!(names, ["q", "k", "v"]);
+    let blocks = Span::parts(16, 4);
+    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &blocks, "split1");
+    let g = rewritten.model.graph.as_ref().unwrap();
+    let splits: Vec<_> = g.node.iter().filter(|n| n.op_type() == "Split").collect();
+    assert_eq!(splits.len(), 4);
+    assert!(splits.iter().all(|n| n.output.len() == 3));
+    for name in ["q", "k", "v"] {
+        let concat = g.node.iter().find(|n| n.output == [name]).unwrap();
+        assert_eq!((concat.op_type(), concat.input.len()), ("Concat", 4));
+    }
+    assert!(
+        g.node
+            .iter()
+            .all(|n| !n.output.contains(&"qkv".to_string()))
+    );
+    let out = dir.path().join("qkv.split.onnx");
+    write_model(&rewritten.model, &out);
+    common::plans_and_matches(dir.path(), &original, &out);
+}

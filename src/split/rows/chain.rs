@@ -29,6 +29,9 @@ pub struct RowChain {
     pub rows: i64,
     /// The chain's output: made by the last node, read after the chain.
     pub output: ValueId,
+    /// Every output of the last node (a Split makes several), `output` first, each assembled
+    /// from the blocks' parts under its own name.
+    pub outputs: Vec<ValueId>,
     /// `Shape` nodes outside the chain that read a chain tensor; their value is known, so the
     /// rewrite replaces them by initializers.
     pub folded: Vec<NodeId>,
@@ -61,6 +64,12 @@ pub fn row_chain(
     // or one reads it whole.
     let mut wanted: HashMap<ValueId, Option<usize>> = HashMap::new();
     wanted.insert(output, Some(axis));
+    let outputs: Vec<ValueId> = graph.nodes[seed]
+        .outputs
+        .iter()
+        .flatten()
+        .copied()
+        .collect();
     let mut folded = Vec::new();
     for step in (start..=end).rev() {
         let id = order[step];
@@ -71,6 +80,10 @@ pub fn row_chain(
         let Some(out) = node.outputs.first().copied().flatten() else {
             continue;
         };
+        // Only the last node may make several tensors (a Split's parts).
+        if id != seed && node.outputs.iter().flatten().count() > 1 {
+            continue;
+        }
         let Some(Some(axis)) = wanted.get(&out).copied() else {
             continue;
         };
@@ -151,6 +164,7 @@ pub fn row_chain(
         axes,
         rows,
         output,
+        outputs,
         folded,
         shared,
     })

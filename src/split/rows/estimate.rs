@@ -9,7 +9,7 @@ use crate::split::estimate::{crossing, outside_peak};
 
 /// The estimated arena once the chain (its nodes between steps `start` and `end` of the plan)
 /// runs in `blocks` blocks: the peak outside those steps, or what the plan holds across them
-/// (less the chain's own tensors) plus the assembled output plus one block's working set.
+/// (less the chain's own tensors) plus the assembled outputs plus one block's working set.
 /// Returns that estimate and the chain's own part (without the peak outside), which ranks
 /// block counts when an equal peak elsewhere hides the difference.
 pub fn estimate(
@@ -22,7 +22,7 @@ pub fn estimate(
 ) -> (u64, u64) {
     let outside = outside_peak(live, [start, end]);
     let crossing = crossing(graph, table, &chain.nodes, [start, end]);
-    let output = bytes(graph, chain.output);
+    let output: u64 = chain.outputs.iter().map(|&v| bytes(graph, v)).sum();
     let inside = crossing + output + block_peak(graph, chain, blocks);
     (outside.max(inside), inside)
 }
@@ -57,7 +57,7 @@ fn block_peak(graph: &Graph, chain: &RowChain, blocks: i64) -> u64 {
                 _ => None,
             })
             .sum();
-        let out = part(node.outputs[0].expect("chain nodes have an output"));
+        let out: u64 = node.outputs.iter().flatten().map(|&v| part(v)).sum();
         peak = peak.max(held + slices + out);
         held += out;
         for j in (0..k).filter(|&j| last_use[j] == k) {

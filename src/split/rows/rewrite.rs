@@ -1,7 +1,7 @@
 //! The row rewrite: a row chain's nodes replaced by one copy per block of rows (reading
 //! Slices of the tensors made before the chain, Reshape targets resized to the block), the
-//! blocks' parts of the output assembled by Concat along the blocked axis under the output's
-//! original name. `Shape` nodes reading chain tensors become initializers (their value is
+//! blocks' parts of each output (a Split's several) assembled by Concat along the blocked axis
+//! under the output's original name. `Shape` nodes reading chain tensors become initializers (their value is
 //! known), so nothing outside the chain needs its intermediates. Shared nodes (see
 //! [`super::chain`]) are copied into every block and also kept.
 
@@ -46,7 +46,7 @@ pub fn rewrite_rows(
         .map(|(k, &n)| (n, k))
         .collect();
     let mut copies = vec![Vec::new(); chain.nodes.len()];
-    let mut parts = Vec::with_capacity(blocks.len());
+    let mut parts = vec![Vec::with_capacity(blocks.len()); chain.outputs.len()];
     for (b, &block) in blocks.iter().enumerate() {
         let tag = format!("r{b}");
         let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
@@ -90,31 +90,38 @@ pub fn rewrite_rows(
                 inputs.push(name);
             }
             let source = &old[id];
-            let out_name = &graph.values[node.outputs[0].expect("chain nodes have an output")].name;
-            let out = e.fresh(out_name, &tag);
+            // The last node may make several tensors (a Split's parts): one copy of each.
+            let outs: Vec<String> = node
+                .outputs
+                .iter()
+                .map(|o| o.map_or_else(String::new, |v| e.fresh(&graph.values[v].name, &tag)))
+                .collect();
+            let out = outs[0].clone();
             let base = if node.name.is_empty() {
                 &node.op_type
             } else {
                 &node.name
             };
             let node_name = e.fresh(base, &tag);
+            if k + 1 == chain.nodes.len() {
+                for (o, name) in outs.iter().filter(|n| !n.is_empty()).enumerate() {
+                    parts[o].push(name.clone());
+                }
+            }
             e.nodes.push(NodeProto {
                 input: inputs,
-                output: vec![out.clone()],
+                output: outs,
                 name: Some(node_name.clone()),
                 ..source.clone()
             });
             copies[k].push(node_name);
             made.push(out);
         }
-        parts.push(made.pop().expect("a chain has nodes"));
     }
-    let output_name = graph.values[chain.output].name.clone();
-    e.concat(
-        parts,
-        *chain.axes.last().expect("a chain has nodes") as i64,
-        &output_name,
-    );
+    let axis = *chain.axes.last().expect("a chain has nodes") as i64;
+    for (&v, parts) in chain.outputs.iter().zip(parts) {
+        e.concat(parts, axis, &graph.values[v].name.clone());
+    }
 
     // Shape readers of chain tensors become initializers holding the value inference found.
     let folded: HashSet<NodeId> = chain.folded.iter().copied().collect();
@@ -127,7 +134,7 @@ pub fn rewrite_rows(
         .iter()
         .filter(|n| !shared.contains(n))
         .filter_map(|&n| graph.nodes[n].outputs[0])
-        .filter(|&v| v != chain.output)
+        .filter(|v| !chain.outputs.contains(v))
         .map(|v| graph.values[v].name.as_str())
         .collect();
     let skip =

@@ -47,11 +47,13 @@ const REDUCTIONS: &[&str] = &[
     "ReduceSumSquare",
 ];
 
-/// The rule of `node` when blocks cut `axis` of its (single) output, or `None` when its rows
-/// along that axis are not independent. `opset` is the default domain's version.
+/// The rule of `node` when blocks cut `axis` of its output (of each of a Split's outputs,
+/// which share that axis), or `None` when its rows along that axis are not independent.
+/// `opset` is the default domain's version.
 pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<RowRule> {
     let out = node.outputs.first().copied().flatten()?;
-    if node.outputs.iter().skip(1).any(Option::is_some) || !node.subgraphs.is_empty() {
+    let split = node.op_type == "Split" && node.domain.is_empty();
+    if (!split && node.outputs.iter().skip(1).any(Option::is_some)) || !node.subgraphs.is_empty() {
         return None;
     }
     let out_shape = shape_of(graph, out)?;
@@ -162,6 +164,13 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
             let mut reads = vec![RowRead::Rows(from)];
             reads.extend((1..node.inputs.len()).map(|i| absent_or(node, i, RowRead::Whole)));
             simple(reads)
+        }
+        ("", "Split") => {
+            // Parts along another axis: each part's rows are the input's rows.
+            let along = normalise(node.attr_int("axis").unwrap_or(0), rank)?;
+            (axis != along)
+                .then(|| first_only(node.inputs.len()))
+                .and_then(simple)
         }
         ("", "Reshape") => {
             let from = reshaped_axis(&input_shape(0)?, &out_shape, axis)?;
