@@ -58,16 +58,17 @@ pub const MAX_CHAIN_NODES: usize = 32;
 /// estimate: a block whose Concat gathers a long run of convolutions is split whole.
 pub const MAX_BUDGET_CHAIN_NODES: usize = 64;
 
-/// Walks every chain of at most `max_nodes` nodes made of the nodes at steps `[start, end]` of `order` (less `Constant`
-/// nodes, which neither start nor end a chain) with `start ≤ peak ≤ end`, last step by last step, each from the shortest (first
-/// step at `peak`) to the longest. `visit` gets each chain's first and last steps and a way
-/// to build it (`None` when those nodes form no chain), and says whether the chain is worth
-/// growing. When it is not, the walk takes no earlier first step for that last step: the
-/// caller says so when no grid cuts the chain within the MAC allowance, and prepending nodes
-/// leaves the region every node of the chain computes per tile as it was (regions follow from
-/// the chain's output backwards) while adding the new nodes' recomputed positions, so no grid
-/// of a longer chain recomputes less. `allowed` says which nodes may be split (nodes made by
-/// an earlier split may not).
+/// Walks every chain of at most `max_nodes` nodes made of the nodes at steps `[start, end]`
+/// of `order` (less the nodes whose values are known before run time, see [`is_constant`],
+/// which neither start nor end a chain) with `start ≤ peak ≤ end`, last step by last step,
+/// each from the shortest (first step at `peak`) to the longest. `visit` gets each chain's
+/// first and last steps and a way to build it (`None` when those nodes form no chain), and
+/// says whether the chain is worth growing. When it is not, the walk takes no earlier first
+/// step for that last step: the caller says so when no grid cuts the chain within the MAC
+/// allowance, and prepending nodes leaves the region every node of the chain computes per
+/// tile as it was (regions follow from the chain's output backwards) while adding the new
+/// nodes' recomputed positions, so no grid of a longer chain recomputes less. `allowed` says
+/// which nodes may be split (nodes made by an earlier split may not).
 pub fn walk_chains_around<E>(
     graph: &Graph,
     order: &[NodeId],

@@ -180,9 +180,9 @@ pub fn shape_of(graph: &Graph, value: usize) -> Option<Vec<i64>> {
     concrete(graph.values[value].tensor_type()?.shape.as_deref()?)
 }
 
-/// The window of a 2-D Conv (or FusedConv), MaxPool or AveragePool; `None` for forms the split cannot tile
-/// exactly (1-D/3-D windows, MaxPool's Indices output, AveragePool's ceil-mode overhang counted
-/// as padding).
+/// The window of a 2-D Conv (or FusedConv), MaxPool or AveragePool; `None` for forms the
+/// split cannot tile exactly (1-D/3-D windows, MaxPool's Indices output, AveragePool's
+/// ceil-mode overhang counted as padding).
 fn window(graph: &Graph, node: &Node) -> Option<Window> {
     let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
     if input.len() != 4 {

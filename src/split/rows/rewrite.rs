@@ -1,8 +1,8 @@
 //! The row rewrite: a row chain's nodes replaced by one copy per block of rows (reading
 //! Slices of the tensors made before the chain, Reshape targets resized to the block), the
 //! blocks' parts of each output (a Split's several) assembled by Concat along the blocked axis
-//! under the output's original name. `Shape` nodes reading chain tensors become initializers (their value is
-//! known), so nothing outside the chain needs its intermediates. Shared nodes (see
+//! under the output's original name. `Shape` nodes reading chain tensors become initializers
+//! (their value is known), so nothing outside the chain needs its intermediates. Shared nodes (see
 //! [`super::chain`]) are copied into every block and also kept.
 
 use std::collections::{HashMap, HashSet};
