@@ -23,7 +23,7 @@ use common::{
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto, StringStringEntryProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
-use onnx_memplan::split::rewrite::rewrite;
+use onnx_memplan::split::rewrite::{Rewritten, rewrite};
 use onnx_memplan::split::tiling::tile;
 
 fn conv(input: &str, weight: &str, output: &str, stride: i64) -> NodeProto {
@@ -72,10 +72,10 @@ fn int64s(model: &ModelProto, name: &str) -> Vec<i64> {
         .collect()
 }
 
-#[test]
-fn graph_input_is_cut_into_bands_where_each_row_of_tiles_starts() {
-    let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("strided_chain.onnx");
+/// The chain of the module comment written to `dir`, and its rewrite in 2×1 tiles with the
+/// input scattered.
+fn scattered_in_two_rows(dir: &std::path::Path) -> (std::path::PathBuf, Rewritten) {
+    let original = dir.join("strided_chain.onnx");
     write_model(&strided_chain(16, 4), &original);
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
@@ -83,6 +83,13 @@ fn graph_input_is_cut_into_bands_where_each_row_of_tiles_starts() {
     let chain = chain_of(graph, &order).expect("the three nodes form a chain");
     let tiling = tile(graph, &chain, [2, 1]).unwrap();
     let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", true);
+    (original, rewritten)
+}
+
+#[test]
+fn graph_input_is_cut_into_bands_where_each_row_of_tiles_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (original, rewritten) = scattered_in_two_rows(dir.path());
     let m = &rewritten.model;
 
     let scatter = writer(m, "x/split1/band0");
@@ -162,14 +169,7 @@ fn graph_input_is_cut_into_bands_where_each_row_of_tiles_starts() {
 #[test]
 fn verifier_refuses_scatter_claims_the_graph_does_not_bear() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("strided_chain.onnx");
-    write_model(&strided_chain(16, 4), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order).unwrap();
-    let tiling = tile(graph, &chain, [2, 1]).unwrap();
-    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", true);
+    let (_, rewritten) = scattered_in_two_rows(dir.path());
     let split = dir.path().join("split.onnx");
     write_model(&rewritten.model, &split);
     let annotated = dir.path().join("planned.onnx");
