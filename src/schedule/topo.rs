@@ -10,7 +10,8 @@ use crate::ir::{Graph, NodeId};
 
 /// A topological order of the graph's nodes that keeps the stored order wherever it is valid:
 /// among ready nodes the one stored first runs first, so a topologically stored graph keeps
-/// its order exactly; scatter nodes ([`Graph::scatters`]) come before every other node. A cycle is an input error naming a node on it.
+/// its order exactly; scatter nodes ([`Graph::scatters`]) come before every other node. A
+/// cycle is an input error naming a node on it.
 pub fn topological_order(graph: &Graph) -> Result<Vec<NodeId>> {
     let n = graph.nodes.len();
     let mut pending = vec![0usize; n];
