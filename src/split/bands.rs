@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use super::chain::{Chain, Read};
 use super::glue::{Glue, int_attribute, ints_attribute, op};
 use super::region::{Region, Span};
+use super::rewrite::slice_bounds;
 use super::rules::shape_of;
 use super::tiling::Tiling;
 use crate::ir::{Graph, SCATTER_KEY, ValueKind};
@@ -43,10 +44,7 @@ impl Bands {
             parts.push(if part == held {
                 name.clone()
             } else {
-                let rel = |s: Span, h: Span| [s.start - h.start, s.end - h.start];
-                let [h0, h1] = rel(part[0], held[0]);
-                let [w0, w1] = rel(part[1], held[1]);
-                b.slice(name, [vec![h0, w0], vec![h1, w1], vec![2, 3]], tag)
+                b.slice(name, slice_bounds(held, part), tag)
             });
         }
         if parts.len() == 1 {
@@ -65,7 +63,6 @@ impl Bands {
 /// whole.
 pub fn scatter_inputs(
     b: &mut Glue,
-    proto: &ModelProto,
     graph: &Graph,
     chain: &Chain,
     tiling: &Tiling,
@@ -108,12 +105,10 @@ pub fn scatter_inputs(
                 .names
                 .fresh(&format!("{}/{}/Scatter", value.name, b.label));
             let sizes: Vec<i64> = spans.iter().map(|s| s.len()).collect();
-            let opset = crate::ir::Opsets::from_proto(&proto.opset_import)
-                .version("")
-                .unwrap_or(1);
             let mut attributes = vec![int_attribute("axis", axis as i64)];
             let mut inputs = vec![value.name.clone()];
-            if opset >= 13 {
+            // Split takes its sizes as an input from opset 13 on.
+            if b.opset >= 13 {
                 inputs.push(b.constant(sizes));
             } else {
                 attributes.push(ints_attribute("split", sizes));

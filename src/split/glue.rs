@@ -22,8 +22,9 @@ pub struct Glue {
     pub glue: Vec<String>,
     /// The tag of this rewrite's new names (e.g. `split1`).
     pub label: String,
+    /// The model's default-domain opset (which form Slice and Split take).
+    pub opset: i64,
     constants: HashMap<Vec<i64>, String>,
-    slice_inputs: bool,
 }
 
 impl Glue {
@@ -38,9 +39,8 @@ impl Glue {
             initializers: Vec::new(),
             glue: Vec::new(),
             label: label.to_string(),
+            opset,
             constants: HashMap::new(),
-            // Slice takes its bounds as inputs from opset 10 on.
-            slice_inputs: opset >= 10,
         }
     }
 
@@ -60,7 +60,8 @@ impl Glue {
     ) -> String {
         let out = self.fresh(source, &format!("{tag}/slice"));
         let name = self.names.fresh(&format!("{out}/Slice"));
-        let node = if self.slice_inputs {
+        // Slice takes its bounds as inputs from opset 10 on.
+        let node = if self.opset >= 10 {
             let inputs = vec![
                 source.to_string(),
                 self.constant(starts),

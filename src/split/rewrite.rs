@@ -50,7 +50,7 @@ pub fn rewrite(
         + 1;
     let mut b = Glue::new(proto, graph, label);
     let (bands, scatters) = if scatter {
-        scatter_inputs(&mut b, proto, graph, chain, tiling)
+        scatter_inputs(&mut b, graph, chain, tiling)
     } else {
         Default::default()
     };
@@ -226,7 +226,7 @@ fn pads_of(need: Region, want: Region) -> [i64; 4] {
 
 /// The Slice bounds (starts, ends, axes H and W) cutting `want` out of a tensor holding
 /// `held`.
-fn slice_bounds(held: Region, want: Region) -> [Vec<i64>; 3] {
+pub(super) fn slice_bounds(held: Region, want: Region) -> [Vec<i64>; 3] {
     let rel = |s: Span, h: Span| [s.start - h.start, s.end - h.start];
     let [h0, h1] = rel(want[0], held[0]);
     let [w0, w1] = rel(want[1], held[1]);

@@ -120,7 +120,7 @@ pub fn rewrite_rows(
     }
     let axis = *chain.axes.last().expect("a chain has nodes") as i64;
     for (&v, parts) in chain.outputs.iter().zip(parts) {
-        e.concat(parts, axis, &graph.values[v].name.clone());
+        e.concat(parts, axis, &graph.values[v].name);
     }
 
     // Shape readers of chain tensors become initializers holding the value inference found.
