@@ -243,11 +243,14 @@ fn attention_with_run_time_mask(s: i64) -> ModelProto {
 }
 
 /// Worked by hand for S = 16 and 4 blocks: the mask's Where has another reader after the
-/// block (`mask_out`), so it cannot leave the graph; but its input (`keep`, 1 byte an element)
-/// is a quarter of its output (4 bytes an element), so it joins the chain as a shared node:
-/// each block recomputes its 4 mask rows (axis 2 of [1,1,S,S]) from rows of `keep`, and the
-/// original Where stays for `mask_out`. The chain is the 13 nodes of the plain block plus the
-/// Where, first in execution order.
+/// block (`mask_out`), so it cannot leave the graph; but it is cheap to recompute. From `keep`
+/// (1 byte an element, 256 bytes) it would cost a quarter of its 1,024 bytes; through the
+/// Unsqueeze and the Greater, from `mean` and `mean_t` ([1,S,1] and [1,1,S], 64 bytes each),
+/// only 128 bytes. So the Greater, the Unsqueeze and the Where join the chain as shared nodes:
+/// each block recomputes its 4 rows of `keep3` (axis 1 of [1,S,S]), of `keep` and of the mask
+/// (axis 2 of [1,1,S,S]) from rows of `mean` and all of `mean_t`, and the originals stay for
+/// `mask_out`. The chain is the 13 nodes of the plain block plus those three, first in
+/// execution order.
 #[test]
 fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -267,20 +270,21 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     assert_eq!(
         names,
         [
-            "mask", "q0", "q", "q4", "qt", "scores", "scaled", "masked", "probs", "ctx", "ct",
-            "merged", "o", "y"
+            "keep3", "keep", "mask", "q0", "q", "q4", "qt", "scores", "scaled", "masked", "probs",
+            "ctx", "ct", "merged", "o", "y"
         ]
     );
-    assert_eq!(chain.axes, [2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1]);
+    assert_eq!(chain.axes, [1, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1]);
     let shared: Vec<&str> = chain.shared.iter().map(|&n| output_of(n)).collect();
-    assert_eq!(shared, ["mask"]);
+    assert_eq!(shared, ["keep3", "keep", "mask"]);
 
     let blocks = Span::parts(16, 4);
     let rewritten = rewrite_rows(&proto, graph, &order, &chain, &blocks, "split1");
     let nodes = &rewritten.model.graph.as_ref().unwrap().node;
     let wheres: Vec<&onnx_memplan::onnx::proto::NodeProto> =
         nodes.iter().filter(|n| n.op_type() == "Where").collect();
-    // The original (reading all of `keep`) and one copy per block (reading a slice of it).
+    // The original (reading all of `keep`) and one copy per block (reading its copy of the
+    // Unsqueeze); each copy of the Greater reads a slice of `mean`.
     assert_eq!(wheres.len(), 5);
     assert_eq!(
         wheres.iter().filter(|n| n.input[0] == "keep").count(),
@@ -288,6 +292,9 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
         "{wheres:?}"
     );
     assert!(nodes.iter().any(|n| n.output == ["mask"]));
+    let greaters: Vec<_> = nodes.iter().filter(|n| n.op_type() == "Greater").collect();
+    assert_eq!(greaters.len(), 5);
+    assert_eq!(greaters.iter().filter(|n| n.input[0] == "mean").count(), 1);
     let split = dir.path().join("masked.split.onnx");
     write_model(&rewritten.model, &split);
     common::plans_and_matches(dir.path(), &original, &split);
@@ -691,4 +698,76 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
     let out = dir.path().join("qkv.split.onnx");
     write_model(&rewritten.model, &out);
     common::plans_and_matches(dir.path(), &original, &out);
+}
+
+/// Two attention blocks sharing a relative-position bias made at run time, as T5 builds it:
+/// from `position_ids` [S] (int64), rel = Unsqueeze(pos, 1) − Unsqueeze(pos, 0) [S,S];
+/// idx = Min(|rel|, 7); bias = Unsqueeze(Transpose(Gather(table [8,2], idx), perm 2,0,1), 0)
+/// [1,2,S,S], added to both blocks' scores in place of the constant mask.
+fn attention_stack_with_position_bias(s: i64) -> ModelProto {
+    let mut m = attention_stack(s, 2);
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.retain(|t| t.name() != "mask");
+    let table: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
+    g.initializer.extend([
+        float_init("table", &[8, 2], &table),
+        int_init("seven", &[], &[7]),
+        int_init("axis0", &[1], &[0]),
+        int_init("axis1", &[1], &[1]),
+    ]);
+    let mut to_heads = node("Transpose", &["gathered"], &["bias_t"]);
+    to_heads.attribute = vec![perm(&[2, 0, 1])];
+    let mut nodes = vec![
+        node("Unsqueeze", &["position_ids", "axis1"], &["column"]),
+        node("Unsqueeze", &["position_ids", "axis0"], &["row"]),
+        node("Sub", &["column", "row"], &["rel"]),
+        node("Abs", &["rel"], &["distance"]),
+        node("Min", &["distance", "seven"], &["bucket"]),
+        node("Gather", &["table", "bucket"], &["gathered"]),
+        to_heads,
+        node("Unsqueeze", &["bias_t", "axis0"], &["mask"]),
+    ];
+    nodes.append(&mut g.node);
+    g.node = nodes;
+    // `position_ids`: int64 (element type 7); onnxruntime's check feeds it 0, 1, …, S − 1.
+    let mut positions = float_info("position_ids", &[s]);
+    if let Some(onnx_memplan::onnx::proto::type_proto::Value::TensorType(t)) =
+        positions.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(7);
+    }
+    g.input.push(positions);
+    m
+}
+
+/// The shared bias of the model above at S = 64 ([1,2,64,64], 32 KiB, as are the scores, the
+/// distances [64,64] int64 and the gathered [64,64,2]) is read by both blocks, so it is live
+/// from the first block's scores to the second's. Worked by hand: recomputing it costs only
+/// `position_ids` (512 bytes), so each block's row chain takes its cone (Sub, Abs, Min, Gather,
+/// Transpose, Unsqueeze) and recomputes its rows of the bias per block of query rows. The
+/// first cut leaves the original for the other block and lowers nothing by itself; the search
+/// takes it on trial, and the second cut removes the original. Then no tensor of 32 KiB
+/// exists whole, so the arena is below 32,768 bytes, and the bias `mask` is gone.
+#[test]
+fn a_relative_position_bias_is_recomputed_in_each_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table) = common::plan_written(
+        dir.path(),
+        "bias",
+        &attention_stack_with_position_bias(64),
+        &["--split", "auto"],
+    );
+    let t = common::read_table(&table);
+    let splits = t.splits.as_ref().expect("a splits section");
+    let gathers = splits
+        .chains
+        .iter()
+        .filter(|c| c.nodes.iter().any(|n| n.op_type == "Gather"))
+        .count();
+    assert_eq!((splits.chains.len(), gathers), (2, 2), "{splits:?}");
+    assert!(splits.arena_after < 32_768, "{splits:?}");
+    assert!(t.tensors.iter().all(|e| e.name != "mask"));
+    let annotated = dir.path().join("bias.memplan.onnx");
+    common::assert_verifies(&annotated, &table);
+    compare_in_onnxruntime(&path, &annotated);
 }

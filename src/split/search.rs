@@ -51,6 +51,22 @@ struct Candidate {
     inside: u64,
 }
 
+/// A trial lowering no score may still be taken on trial when it recomputes shared nodes and
+/// its arena is within this fraction (1/n) of the best: the next round may then lower the peak
+/// that the shared nodes' other readers set.
+const TRIAL_SLACK: u64 = 50;
+
+/// The search's state before a cut taken on trial: a cut that recomputes shared nodes per
+/// block lowers nothing while their originals stay for other readers, yet lets the next round
+/// split those readers too. It is kept only once a later round lowers the score below
+/// `score`.
+struct Trial {
+    score: (u64, u64, u64, usize),
+    current: Option<(ModelProto, Planned)>,
+    chains: usize,
+    used: u64,
+}
+
 /// A cut's [`Candidate::pattern`]: operators in order, then axes or grid and part count.
 type Pattern = (Vec<String>, Vec<usize>);
 
@@ -84,6 +100,11 @@ impl Candidate {
         };
         let ops = nodes.iter().map(|&n| graph.nodes[n].op_type.clone());
         (ops.collect(), shape)
+    }
+
+    /// Whether the cut recomputes nodes that also stay for readers outside it.
+    fn shares(&self) -> bool {
+        matches!(&self.cut, Cut::Rows(b) if !b.chain.shared.is_empty())
     }
 
     /// Nodes of the chain.
@@ -134,6 +155,9 @@ pub fn search(
     let mut reordered: Option<(Option<(ModelProto, Planned)>, bool)> = None;
     // The patterns of the cuts accepted so far.
     let mut patterns: HashSet<Pattern> = HashSet::new();
+    // The state before a cut taken on trial (see [`Trial`]), while no later round has lowered
+    // the score below the one it had.
+    let mut on_trial: Option<Trial> = None;
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let best = score(planned);
@@ -145,6 +169,8 @@ pub fn search(
             candidates.retain(|c| c.estimate <= best.1);
         }
         let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
+        // The least worse trial that recomputes shared nodes, if within [`TRIAL_SLACK`].
+        let mut near: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
         for candidate in candidates.into_iter().take(TRIALS) {
             let proto = current.as_ref().map_or(&first.original, |c| &c.0);
             let label = format!("split{}", chains.len() + 1);
@@ -168,12 +194,32 @@ pub fn search(
             let repeats = lowers && patterns.contains(&candidate.pattern(graph));
             if lowers {
                 accepted = Some((candidate, rewritten, trial));
+            } else if candidate.shares()
+                && score(&trial).0 <= best.0
+                && arena(&trial) <= best.1 + best.1 / TRIAL_SLACK
+                && near.as_ref().is_none_or(|n| score(&trial) < score(&n.2))
+            {
+                near = Some((candidate, rewritten, trial));
+                continue;
             }
             if repeats || accepted.as_ref().is_some_and(|a| a.0.covers) {
                 // The target's cover is split as planned, or a layer as its like: no other
                 // trial needed.
                 break;
             }
+        }
+        if accepted.is_none()
+            && on_trial.is_none()
+            && !aim
+            && let Some(n) = near
+        {
+            on_trial = Some(Trial {
+                score: best,
+                current: None,
+                chains: chains.len(),
+                used,
+            });
+            accepted = Some(n);
         }
         let Some((candidate, rewritten, trial)) = accepted else {
             if aim {
@@ -209,6 +255,9 @@ pub fn search(
             continue;
         };
         reordered = None;
+        if on_trial.as_ref().is_some_and(|t| score(&trial) < t.score) {
+            on_trial = None;
+        }
         used += candidate.extra_macs();
         let graph = &planned.model.graph;
         patterns.insert(candidate.pattern(graph));
@@ -229,7 +278,15 @@ pub fn search(
             .iter()
             .map(|k| k.and_then(|old| origin[old]))
             .collect();
-        current = Some((rewritten.model, trial));
+        let before = current.replace((rewritten.model, trial));
+        if let Some(t) = on_trial.as_mut().filter(|t| t.chains + 1 == chains.len()) {
+            t.current = before;
+        }
+    }
+    if let Some(t) = on_trial {
+        // The cut on trial let no later cut lower the score: back to the state before it.
+        (current, used) = (t.current, t.used);
+        chains.truncate(t.chains);
     }
     let first_score = score(first);
     if current.as_ref().is_some_and(|c| {

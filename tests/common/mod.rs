@@ -399,7 +399,9 @@ print(f"onnx.load: {len(m.graph.initializer)} initializers with their data")
     );
 }
 
-/// Runs both models in onnxruntime on the same random input and reports whether the outputs
+/// Runs both models in onnxruntime on the same random input (float inputs drawn from a normal
+/// distribution, integer ones counting 0, 1, … along their last axis, as positions do) and
+/// reports whether the outputs
 /// are bit-identical and the largest difference; every element must match within 1e-5 of the
 /// output's largest magnitude, and onnx.checker (full_check) must accept the rewritten model.
 pub fn compare_in_onnxruntime(original: &Path, rewritten: &Path) {
@@ -417,9 +419,14 @@ so = ort.SessionOptions()
 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
 a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
 b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
-i = a.get_inputs()[0]
-x = np.random.default_rng(0).standard_normal(i.shape).astype(np.float32)
-ya, yb = a.run(None, {i.name: x})[0], b.run(None, {i.name: x})[0]
+rng = np.random.default_rng(0)
+feed = {}
+for i in a.get_inputs():
+    if i.type == "tensor(float)":
+        feed[i.name] = rng.standard_normal(i.shape).astype(np.float32)
+    else:
+        feed[i.name] = np.broadcast_to(np.arange(i.shape[-1]), i.shape).astype(np.int64)
+ya, yb = a.run(None, feed)[0], b.run(None, feed)[0]
 assert ya.shape == yb.shape, (ya.shape, yb.shape)
 d = float(np.abs(ya - yb).max())
 scale = float(np.abs(ya).max())

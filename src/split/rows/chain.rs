@@ -4,11 +4,14 @@
 //! output. Its inputs read along an axis are then wanted along that axis. Tensors wanted but
 //! made outside (or read by a node that stays outside) are sliced per block.
 //!
-//! A cheap producer whose output other nodes outside the chain still read (the attention mask
-//! every layer adds) joins as a *shared* node when its own inputs are smaller than its output
-//! (a boolean mask turned into a float one): each block recomputes its rows from slices of
-//! those inputs, so the chain holds the small inputs instead of the large output, and the
-//! original node stays for its other readers (until a later split takes them too).
+//! A cheap producer (elementwise, or moving values: Gather, Transpose, Reshape...) whose
+//! output other nodes outside the chain still read (the attention mask every layer adds, T5's
+//! relative-position bias) joins as a *shared* node when recomputing it needs fewer run-time
+//! bytes than its output holds, counting through cheap producers of its inputs (a boolean mask
+//! turned into a float one; a bias gathered from a table by buckets computed from positions).
+//! Each block recomputes its rows from slices of those inputs, so the chain holds the small
+//! inputs instead of the large output, and the original node stays for its other readers
+//! (until a later split takes them too).
 
 use std::collections::{HashMap, HashSet};
 
@@ -170,34 +173,75 @@ pub fn row_chain(
     })
 }
 
-/// Whether a node may be recomputed per block while its output stays for other readers: an
-/// elementwise operator (no multiply-accumulates) whose inputs made at run time take fewer
-/// bytes than its output, so holding them instead of the output saves memory.
+/// Operators that move or map values without multiply-accumulates, each with a row rule: a
+/// node of these may be recomputed per block.
+const CHEAP: &[&str] = &[
+    "Gather",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Reshape",
+    "ConstantOfShape",
+];
+
+/// Most producers the search for a node's recomputation cost walks through.
+const CONE_LIMIT: usize = 64;
+
+/// Whether a node may be recomputed per block while its output stays for other readers: a
+/// cheap operator (elementwise, or moving values) whose recomputation, through producers that
+/// are themselves cheap, needs fewer run-time bytes than its output holds. The chain then holds
+/// those inputs (a boolean mask, the positions a relative-position bias is gathered from)
+/// instead of the large output.
 fn recomputable(graph: &Graph, node: NodeId) -> bool {
-    let n = &graph.nodes[node];
-    if !n.domain.is_empty() || !crate::split::rules::ELEMENTWISE.contains(&n.op_type.as_str()) {
+    let Some(out) = graph.nodes[node].outputs.first().copied().flatten() else {
+        return false;
+    };
+    if !cheap(graph, node) || !run_time(graph, out) {
         return false;
     }
-    let Some(out) = n.outputs.first().copied().flatten() else {
-        return false;
-    };
-    let run_time = |v: ValueId| {
-        let value = &graph.values[v];
-        value.constant.is_none()
-            && !value.folded
-            && matches!(
-                value.kind,
-                crate::ir::ValueKind::Input | crate::ir::ValueKind::NodeOutput
-            )
-    };
-    let inputs: u64 = n
-        .inputs
-        .iter()
-        .flatten()
-        .filter(|&&v| run_time(v))
-        .map(|&v| super::estimate::bytes(graph, v))
-        .sum();
-    run_time(out) && inputs < super::estimate::bytes(graph, out)
+    let mut seen = HashSet::new();
+    let mut walked = 0;
+    cone_cost(graph, node, &mut seen, &mut walked) < super::estimate::bytes(graph, out)
+}
+
+/// Whether a node is a cheap default-domain operator with one output.
+fn cheap(graph: &Graph, node: NodeId) -> bool {
+    let n = &graph.nodes[node];
+    let op = n.op_type.as_str();
+    n.domain.is_empty()
+        && n.outputs.iter().flatten().count() == 1
+        && (crate::split::rules::ELEMENTWISE.contains(&op) || CHEAP.contains(&op))
+}
+
+/// Whether a value is made at run time and so takes arena bytes (not a weight, a `Constant`
+/// or a folded value; a value inference knows but did not fold still runs).
+fn run_time(graph: &Graph, v: ValueId) -> bool {
+    !graph.is_model_constant(v)
+        && matches!(
+            graph.values[v].kind,
+            crate::ir::ValueKind::Input | crate::ir::ValueKind::NodeOutput
+        )
+}
+
+/// The run-time bytes recomputing `node` reads: each run-time input counts whole, unless a
+/// cheap producer recomputes it for less. `seen` keeps shared inputs counted once; `walked`
+/// caps the producers visited at [`CONE_LIMIT`].
+fn cone_cost(graph: &Graph, node: NodeId, seen: &mut HashSet<ValueId>, walked: &mut usize) -> u64 {
+    *walked += 1;
+    let mut cost = 0;
+    for &v in graph.nodes[node].inputs.iter().flatten() {
+        if !run_time(graph, v) || !seen.insert(v) {
+            continue;
+        }
+        let whole = super::estimate::bytes(graph, v);
+        cost += match graph.values[v].producer {
+            Some(p) if *walked < CONE_LIMIT && cheap(graph, p) => {
+                whole.min(cone_cost(graph, p, seen, walked))
+            }
+            _ => whole,
+        };
+    }
+    cost
 }
 
 /// The extent of the axis a read cuts.

@@ -1,7 +1,7 @@
 //! The row rewrite: a row chain's nodes replaced by one copy per block of rows (reading
-//! Slices of the tensors made before the chain, Reshape targets resized to the block), the
-//! blocks' parts of each output (a Split's several) assembled by Concat along the blocked axis
-//! under the output's original name. `Shape` nodes reading chain tensors become initializers
+//! Slices of the tensors made before the chain, the shape inputs of Reshape and
+//! ConstantOfShape resized to the block), the blocks' parts of each output (a Split's several)
+//! assembled by Concat along the blocked axis under the output's original name. `Shape` nodes reading chain tensors become initializers
 //! (their value is known), so nothing outside the chain needs its intermediates. Shared nodes (see
 //! [`super::chain`]) are copied into every block and also kept.
 
@@ -59,7 +59,7 @@ pub fn rewrite_rows(
                 let value = node.inputs[i];
                 let name = match (*read, value) {
                     (RowRead::Absent, _) | (_, None) => String::new(),
-                    (RowRead::Whole, Some(_)) if i == 1 && rule.fixup == Fixup::ReshapeTarget => {
+                    (RowRead::Whole, Some(_)) if rule.fixup == Fixup::ShapeTarget(i) => {
                         let out = node.outputs[0].expect("chain nodes have an output");
                         let mut target = crate::split::rules::shape_of(graph, out)
                             .expect("chain outputs have shapes");
