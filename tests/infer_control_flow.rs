@@ -128,6 +128,30 @@ fn scan_slices_inputs_and_stacks_outputs() {
     assert_eq!(ty(&m, "ys"), "float32 3×5");
 }
 
+/// Before opset 9, Scan's input 0 is `sequence_lens`; a Scan with no inputs at all (a fuzz
+/// finding) is an input error naming the node, not an arithmetic underflow.
+#[test]
+fn an_opset_8_scan_without_inputs_is_an_input_error() {
+    let mut body = G::default()
+        .input("row", FLOAT, &["?"])
+        .node("Identity", &["row"], &["out"], vec![])
+        .output("out");
+    body.graph.name = Some("body".into());
+    let proto = G::default()
+        .node(
+            "Scan",
+            &[],
+            &["ys"],
+            vec![a_graph("body", body.graph), a_int("num_scan_inputs", 0)],
+        )
+        .output("ys")
+        .model(8);
+    let Err(err) = infer_with(&proto, &Default::default()) else {
+        panic!("an error expected");
+    };
+    assert!(format!("{err:#}").contains("sequence_lens"), "{err:#}");
+}
+
 #[test]
 fn model_local_functions_are_inferred_through_their_body() {
     let mut proto = G::default()

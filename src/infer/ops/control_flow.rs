@@ -226,7 +226,9 @@ fn scan(ctx: &mut NodeCtx) -> Result<()> {
     let batched = ctx.opset() < 9;
     let first = usize::from(batched);
     let scan_inputs = ctx.attr_i("num_scan_inputs", 0)?.max(0) as usize;
-    let total = ctx.input_count() - first;
+    let Some(total) = ctx.input_count().checked_sub(first) else {
+        return Err(ctx.error("Scan before opset 9 needs its sequence_lens input (input 0)"));
+    };
     if scan_inputs > total {
         return Err(ctx.error("num_scan_inputs exceeds the number of inputs"));
     }
