@@ -1,9 +1,10 @@
 //! The row rewrite: a row chain's nodes replaced by one copy per block of rows (reading
 //! Slices of the tensors made before the chain, the shape inputs of Reshape and
 //! ConstantOfShape resized to the block), the blocks' parts of each output (a Split's several)
-//! assembled by Concat along the blocked axis under the output's original name. `Shape` nodes reading chain tensors become initializers
-//! (their value is known), so nothing outside the chain needs its intermediates. Shared nodes (see
-//! [`super::chain`]) are copied into every block and also kept.
+//! assembled by Concat along the blocked axis under the output's original name. `Shape` nodes
+//! reading chain tensors become initializers (their value is known), so nothing outside the
+//! chain needs its intermediates. Shared nodes (see [`super::chain`]) are copied into every
+//! block and also kept.
 
 use std::collections::{HashMap, HashSet};
 
