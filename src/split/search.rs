@@ -51,6 +51,9 @@ struct Candidate {
     inside: u64,
 }
 
+/// What the search lowers, compared in order (see [`score`]).
+type Score = (u64, u64, u64, usize);
+
 /// A trial lowering no score may still be taken on trial when it recomputes shared nodes and
 /// its arena is within this fraction (1/n) of the best: the next round may then lower the peak
 /// that the shared nodes' other readers set.
@@ -61,7 +64,7 @@ const TRIAL_SLACK: u64 = 50;
 /// split those readers too. It is kept only once a later round lowers the score below
 /// `score`.
 struct Trial {
-    score: (u64, u64, u64, usize),
+    score: Score,
     current: Option<(ModelProto, Planned)>,
     chains: usize,
     used: u64,
@@ -169,8 +172,9 @@ pub fn search(
             candidates.retain(|c| c.estimate <= best.1);
         }
         let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
-        // The least worse trial that recomputes shared nodes, if within [`TRIAL_SLACK`].
-        let mut near: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
+        // The least worse trial that recomputes shared nodes, if within [`TRIAL_SLACK`], with
+        // its score.
+        let mut near: Option<(Score, (Candidate, super::rewrite::Rewritten, Planned))> = None;
         for candidate in candidates.into_iter().take(TRIALS) {
             let proto = current.as_ref().map_or(&first.original, |c| &c.0);
             let label = format!("split{}", chains.len() + 1);
@@ -187,7 +191,8 @@ pub fn search(
                 break;
             };
             let bar = accepted.as_ref().map_or(best, |a| score(&a.2));
-            let lowers = score(&trial) < bar;
+            let scored = score(&trial);
+            let lowers = scored < bar;
             // A repeated layer cut as an earlier one was: its round takes that cut, as the
             // earlier round chose it from its trials; the rounds, and the allowance, go on to
             // the other layers.
@@ -195,11 +200,11 @@ pub fn search(
             if lowers {
                 accepted = Some((candidate, rewritten, trial));
             } else if candidate.shares()
-                && score(&trial).0 <= best.0
-                && arena(&trial) <= best.1 + best.1 / TRIAL_SLACK
-                && near.as_ref().is_none_or(|n| score(&trial) < score(&n.2))
+                && scored.0 <= best.0
+                && scored.1 <= best.1 + best.1 / TRIAL_SLACK
+                && near.as_ref().is_none_or(|n| scored < n.0)
             {
-                near = Some((candidate, rewritten, trial));
+                near = Some((scored, (candidate, rewritten, trial)));
                 continue;
             }
             if repeats || accepted.as_ref().is_some_and(|a| a.0.covers) {
@@ -208,18 +213,14 @@ pub fn search(
                 break;
             }
         }
+        let mut taken_on_trial = false;
         if accepted.is_none()
             && on_trial.is_none()
             && !aim
-            && let Some(n) = near
+            && let Some((_, n)) = near
         {
-            on_trial = Some(Trial {
-                score: best,
-                current: None,
-                chains: chains.len(),
-                used,
-            });
             accepted = Some(n);
+            taken_on_trial = true;
         }
         let Some((candidate, rewritten, trial)) = accepted else {
             if aim {
@@ -258,6 +259,7 @@ pub fn search(
         if on_trial.as_ref().is_some_and(|t| score(&trial) < t.score) {
             on_trial = None;
         }
+        let used_before = used;
         used += candidate.extra_macs();
         let graph = &planned.model.graph;
         patterns.insert(candidate.pattern(graph));
@@ -279,8 +281,13 @@ pub fn search(
             .map(|k| k.and_then(|old| origin[old]))
             .collect();
         let before = current.replace((rewritten.model, trial));
-        if let Some(t) = on_trial.as_mut().filter(|t| t.chains + 1 == chains.len()) {
-            t.current = before;
+        if taken_on_trial {
+            on_trial = Some(Trial {
+                score: best,
+                current: before,
+                chains: chains.len() - 1,
+                used: used_before,
+            });
         }
     }
     if let Some(t) = on_trial {
@@ -324,7 +331,7 @@ pub fn search(
 /// bytes, and last how many steps reach it: a rewrite that lowers one of several equal or
 /// near-equal peaks (repeated layers, whose difference the arena's alignment hides) is
 /// progress though the arena stays, as the next round lowers the next peak.
-fn score(planned: &Planned, budget: Option<u64>) -> (u64, u64, u64, usize) {
+fn score(planned: &Planned, budget: Option<u64>) -> Score {
     let floor = match budget {
         Some(b) => step_operands(&planned.model.graph, &planned.table)
             .into_iter()

@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::rules::{RowRead, RowRule, row_rule};
 use crate::ir::{Graph, NodeId, ValueId};
+use crate::liveness::TensorKind;
 use crate::split::chain::is_foldable_shape;
 
 /// A chain of row-blocked nodes, in execution order.
@@ -213,14 +214,11 @@ fn cheap(graph: &Graph, node: NodeId) -> bool {
         && (crate::split::rules::ELEMENTWISE.contains(&op) || CHEAP.contains(&op))
 }
 
-/// Whether a value is made at run time and so takes arena bytes (not a weight, a `Constant`
-/// or a folded value; a value inference knows but did not fold still runs).
+/// Whether a value is made at run time and so takes arena bytes: liveness's own test (not a
+/// weight, a `Constant` or a folded value; a value inference knows but did not fold still
+/// runs).
 fn run_time(graph: &Graph, v: ValueId) -> bool {
-    !graph.is_model_constant(v)
-        && matches!(
-            graph.values[v].kind,
-            crate::ir::ValueKind::Input | crate::ir::ValueKind::NodeOutput
-        )
+    crate::liveness::tensor_kind(graph, v).is_some_and(|k| k != TensorKind::Constant)
 }
 
 /// The run-time bytes recomputing `node` reads: each run-time input counts whole, unless a
