@@ -99,28 +99,34 @@ fn heuristic(
 }
 
 /// Runs the first heuristic; unless it meets the bound (no other can do better), runs the
-/// rest in parallel; keeps the smallest arena (the first on ties). Each heuristic may spend
-/// all of `budget` (they are cheap next to the searches, and a plan is needed); when none
-/// finishes, the plan is [`stacked`].
+/// rest in parallel; keeps the smallest arena (the first on ties). A plan is needed, and the
+/// heuristics are cheap next to the searches: the first runs to its end whatever the work or
+/// time left (only a cancel stops it, and then the plan is [`stacked`]), and each other may
+/// spend all of `budget`.
 fn best_heuristic(
     problem: &Problem,
     heuristics: &[PlannerChoice],
     budget: &Budget,
     bound: u64,
 ) -> Solution {
-    let run = |&choice: &PlannerChoice| {
+    let run = |&choice: &PlannerChoice, budget: &Budget| {
         let (offsets, search) = heuristic(problem, choice, budget);
         (offsets.map(|o| finish(problem, o, choice, bound)), search)
     };
     let Some((first, rest)) = heuristics.split_first() else {
         return fallback(problem, bound);
     };
-    let (first, first_search) = run(first);
+    let whole = Budget {
+        work: u64::MAX,
+        deadline: None,
+        ..budget.clone()
+    };
+    let (first, first_search) = run(first, &whole);
     if let Some(solution) = first.as_ref().filter(|s| s.proven_optimal) {
         return with_searches(solution.clone(), vec![first_search]);
     }
     // Collected in order, so ties go to the earlier heuristic whatever the thread count.
-    let others: Vec<_> = rest.par_iter().map(run).collect();
+    let others: Vec<_> = rest.par_iter().map(|c| run(c, budget)).collect();
     let mut searches = vec![first_search];
     let mut best = first;
     for (solution, search) in others {
