@@ -82,7 +82,7 @@ pub fn plan_ranges(
         (&stored, stored_liveness),
         options.schedule,
         budget,
-        &analyse,
+        (&analyse, &analyse),
         &bound,
     )
     .map_err(|e| prefix(path, e))?;

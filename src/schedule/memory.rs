@@ -62,7 +62,12 @@ pub fn memory_order(
     for (method, order) in candidates {
         debug_assert_eq!(order.len(), graph.nodes.len());
         let order = super::scatters_first(graph, order);
-        let score = score(&order)?;
+        // Methods often agree (nothing to sink, a greedy order equal to the stored one):
+        // an order already scored keeps its score.
+        let score = match results.iter().find(|r: &&Scheduled| r.order == order) {
+            Some(known) => known.score,
+            None => score(&order)?,
+        };
         results.push(Scheduled {
             order,
             method,
