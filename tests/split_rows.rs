@@ -25,7 +25,7 @@ use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{RowChain, row_chain};
-use onnx_memplan::split::rows::rewrite::rewrite_rows;
+use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::sink::sunk;
 
 fn weights(name: &str, dims: &[i64], seed: f32) -> onnx_memplan::onnx::proto::TensorProto {
@@ -142,8 +142,8 @@ fn attention_in_four_query_row_blocks() {
 
     let blocks = Span::parts(16, 4);
     assert_eq!(blocks[1], Span::new(4, 8));
-    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &blocks, "split1");
-    assert!(rewritten.copies.iter().all(|c| c.len() == 4));
+    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("attention.split.onnx");
     write_model(&rewritten.model, &split);
     // Each block's scores are [1,2,4,16] (worked above), never the whole [1,2,16,16].
@@ -279,7 +279,7 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     assert_eq!(shared, ["keep3", "keep", "mask"]);
 
     let blocks = Span::parts(16, 4);
-    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &blocks, "split1");
+    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
     let nodes = &rewritten.model.graph.as_ref().unwrap().node;
     let wheres: Vec<&onnx_memplan::onnx::proto::NodeProto> =
         nodes.iter().filter(|n| n.op_type() == "Where").collect();
@@ -411,7 +411,12 @@ fn onnxruntime_fused_attention_in_four_query_row_blocks() {
         ]
     );
     assert_eq!(chain.axes, [1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1]);
-    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &Span::parts(16, 4), "split1");
+    let rewritten = rewrite_rows(
+        &proto,
+        graph,
+        &order,
+        &[one_cut(&chain, &Span::parts(16, 4))],
+    );
     let split = dir.path().join("fused.split.onnx");
     write_model(&rewritten.model, &split);
     let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
@@ -532,8 +537,13 @@ fn the_sdpa_export_form_in_four_query_row_blocks() {
         chain.axes,
         [1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1]
     );
-    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &Span::parts(16, 4), "split1");
-    assert!(rewritten.copies.iter().all(|c| c.len() == 4));
+    let rewritten = rewrite_rows(
+        &proto,
+        graph,
+        &order,
+        &[one_cut(&chain, &Span::parts(16, 4))],
+    );
+    assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("sdpa.split.onnx");
     write_model(&rewritten.model, &split);
     common::plans_and_matches(dir.path(), &original, &split);
@@ -563,6 +573,73 @@ fn attention_stack(s: i64, layers: usize) -> ModelProto {
         }));
     }
     m
+}
+
+/// Repeated layers cut alike are rewritten at once: two attention blocks at 16 tokens, each
+/// one's chain (grown back from its output along the token axis) cut into 4 blocks of 4 rows
+/// in one rewrite. The chains are disjoint, each node gets 4 copies, every copy of layer 0
+/// runs before the first of layer 1, and the model matches the unsplit one in onnxruntime.
+#[test]
+fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("stack2.onnx");
+    write_model(&attention_stack(16, 2), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let making = |name: &str| {
+        order
+            .iter()
+            .position(|&n| graph.nodes[n].outputs[0].is_some_and(|v| graph.values[v].name == name))
+            .expect("the layer output is made")
+    };
+    let chains: Vec<RowChain> = ["y0", "y"]
+        .iter()
+        .map(|out| row_chain(graph, &order, [0, making(out)], 1, 17, &|_| true).unwrap())
+        .collect();
+    assert!(chains[0].nodes.iter().all(|n| !chains[1].nodes.contains(n)));
+    assert_eq!(chains[0].nodes.len(), chains[1].nodes.len());
+    let blocks = Span::parts(16, 4);
+    let cuts: Vec<RowCut> = chains
+        .iter()
+        .enumerate()
+        .map(|(k, chain)| RowCut {
+            chain,
+            blocks: &blocks,
+            label: format!("split{}", k + 1),
+        })
+        .collect();
+    let rewritten = rewrite_rows(&proto, graph, &order, &cuts);
+    assert_eq!(rewritten.parts.len(), 2);
+    for parts in &rewritten.parts {
+        assert!(parts.copies.iter().all(|c| c.len() == 4));
+    }
+    let names: Vec<&str> = rewritten
+        .model
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| n.name())
+        .collect();
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    let last_of_first = rewritten.parts[0]
+        .copies
+        .iter()
+        .flatten()
+        .map(|n| at(n))
+        .max();
+    let first_of_second = rewritten.parts[1]
+        .copies
+        .iter()
+        .flatten()
+        .map(|n| at(n))
+        .min();
+    assert!(last_of_first < first_of_second);
+    let split = dir.path().join("stack2.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
 }
 
 /// Eight equal attention blocks at 128 tokens: every block's scores ([1,2,128,128], 128 KiB)
@@ -681,7 +758,7 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
         .collect();
     assert_eq!(names, ["q", "k", "v"]);
     let blocks = Span::parts(16, 4);
-    let rewritten = rewrite_rows(&proto, graph, &order, &chain, &blocks, "split1");
+    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
     let g = rewritten.model.graph.as_ref().unwrap();
     let splits: Vec<_> = g.node.iter().filter(|n| n.op_type() == "Split").collect();
     assert_eq!(splits.len(), 4);
@@ -770,4 +847,13 @@ fn a_relative_position_bias_is_recomputed_in_each_block() {
     let annotated = dir.path().join("bias.memplan.onnx");
     common::assert_verifies(&annotated, &table);
     compare_in_onnxruntime(&path, &annotated);
+}
+
+/// The chain cut alone, its new names tagged `split1`.
+fn one_cut<'a>(chain: &'a RowChain, blocks: &'a [Span]) -> RowCut<'a> {
+    RowCut {
+        chain,
+        blocks,
+        label: "split1".to_string(),
+    }
 }

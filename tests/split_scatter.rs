@@ -110,7 +110,11 @@ fn graph_input_is_cut_into_bands_where_each_row_of_tiles_starts() {
         .map(|p| (p.key(), p.value()))
         .collect();
     assert_eq!(meta, [("memplan.scatter", r#"["x/split1/Scatter"]"#)]);
-    assert!(rewritten.glue.contains(&"x/split1/Scatter".to_string()));
+    assert!(
+        rewritten.parts[0]
+            .glue
+            .contains(&"x/split1/Scatter".to_string())
+    );
 
     // Tile row 0's first Conv reads band 0 joined to a 5-row Slice of band 1; tile row 1's
     // reads band 1 itself. Nothing else reads x.

@@ -123,7 +123,7 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     assert_eq!(tiling.extra_macs, 5760 + 5184);
 
     let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", false);
-    assert!(rewritten.copies.iter().all(|c| c.len() == 4));
+    assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("residual_chain.split.onnx");
     write_model(&rewritten.model, &split);
     // The rewritten model plans and verifies like any other.

@@ -120,38 +120,48 @@ impl Glue {
                 .push(int64_tensor(&graph.values[v].name, dims, &ints));
         }
     }
+}
 
-    /// The model with the nodes of `order` that `replaced` does not reject, this rewrite's
-    /// nodes inserted after step `end` (exclusive), its initializers added and the value infos
-    /// of `internal` tensors dropped; with, per new node, the old node it is.
-    pub fn splice(
-        mut self,
-        proto: &ModelProto,
-        order: &[NodeId],
-        end: usize,
-        replaced: &dyn Fn(NodeId) -> bool,
-        internal: &HashSet<&str>,
-    ) -> (ModelProto, Vec<Option<usize>>, Vec<String>) {
-        let mut model = proto.clone();
-        let g = model.graph.as_mut().expect("a loaded model has a graph");
-        let old = std::mem::take(&mut g.node);
-        let mut nodes = Vec::with_capacity(order.len() + self.nodes.len());
-        let mut kept = Vec::with_capacity(nodes.capacity());
-        for &n in order[..end].iter().filter(|&&n| !replaced(n)) {
+/// The model with the nodes of `order` that `replaced` does not reject and each rewrite's nodes
+/// inserted after its step (exclusive; the steps distinct), their initializers added and the
+/// value infos of `internal` tensors dropped; with, per new node, the old node it is, and each
+/// rewrite's Slice and Concat nodes.
+pub fn splice(
+    proto: &ModelProto,
+    order: &[NodeId],
+    mut rewrites: Vec<(usize, Glue)>,
+    replaced: &dyn Fn(NodeId) -> bool,
+    internal: &HashSet<&str>,
+) -> (ModelProto, Vec<Option<usize>>, Vec<Vec<String>>) {
+    let mut model = proto.clone();
+    let g = model.graph.as_mut().expect("a loaded model has a graph");
+    let old = std::mem::take(&mut g.node);
+    let added: usize = rewrites.iter().map(|(_, r)| r.nodes.len()).sum();
+    let mut nodes = Vec::with_capacity(order.len() + added);
+    let mut kept = Vec::with_capacity(nodes.capacity());
+    let mut at: Vec<usize> = (0..rewrites.len()).collect();
+    at.sort_by_key(|&r| rewrites[r].0);
+    let mut next = at.iter().peekable();
+    for step in 0..=order.len() {
+        while let Some(&&r) = next.peek().filter(|&&&r| rewrites[r].0 == step) {
+            let glue = &mut rewrites[r].1;
+            kept.extend(std::iter::repeat_n(None, glue.nodes.len()));
+            nodes.append(&mut glue.nodes);
+            next.next();
+        }
+        if let Some(&n) = order.get(step).filter(|&&n| !replaced(n)) {
             nodes.push(old[n].clone());
             kept.push(Some(n));
         }
-        kept.extend(std::iter::repeat_n(None, self.nodes.len()));
-        nodes.append(&mut self.nodes);
-        for &n in order[end..].iter().filter(|&&n| !replaced(n)) {
-            nodes.push(old[n].clone());
-            kept.push(Some(n));
-        }
-        g.node = nodes;
-        g.initializer.append(&mut self.initializers);
-        g.value_info.retain(|vi| !internal.contains(vi.name()));
-        (model, kept, self.glue)
     }
+    g.node = nodes;
+    let mut glue = Vec::with_capacity(rewrites.len());
+    for (_, mut r) in rewrites {
+        g.initializer.append(&mut r.initializers);
+        glue.push(r.glue);
+    }
+    g.value_info.retain(|vi| !internal.contains(vi.name()));
+    (model, kept, glue)
 }
 
 /// A 1-D or scalar int64 initializer.

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::bands::{mark_scatters, scatter_inputs};
 use super::chain::{Chain, Read, is_foldable_shape};
-use super::glue::{Glue, ints_attribute};
+use super::glue::{Glue, ints_attribute, splice};
 use super::region::{Region, Span, full};
 use super::rules::{Rule, shape_of};
 use super::tiling::Tiling;
@@ -14,14 +14,20 @@ use super::upsample::{Upsample, UpsampleKind};
 use crate::ir::{Graph, Node, NodeId};
 use crate::onnx::proto::{ModelProto, NodeProto};
 
-/// A model with one chain split.
+/// A model with chains split (one, or several repeated layers cut alike).
 pub struct Rewritten {
-    /// The new model: the old nodes in execution order, the chain replaced by its tiles.
+    /// The new model: the old nodes in execution order, each chain replaced by its parts.
     pub model: ModelProto,
     /// For each node of the new model, the node of the old model it is (`None` for nodes
     /// the split made).
     pub kept: Vec<Option<usize>>,
-    /// For each chain node, the names of its copies, one per tile in grid order.
+    /// What each chain became, in the order the chains were given.
+    pub parts: Vec<Parts>,
+}
+
+/// What one chain became.
+pub struct Parts {
+    /// For each chain node, the names of its copies, one per tile or block in order.
     pub copies: Vec<Vec<String>>,
     /// The Slice and Concat nodes the split added.
     pub glue: Vec<String>,
@@ -203,13 +209,15 @@ pub fn rewrite(
         .collect();
     b.fold_shapes(graph, &folded);
     let replaced = |n: NodeId| in_chain.contains(&n) || folded.contains(&n);
-    let (mut model, kept, glue) = b.splice(proto, order, end, &replaced, &internal);
+    let (mut model, kept, mut glue) = splice(proto, order, vec![(end, b)], &replaced, &internal);
     mark_scatters(&mut model, &scatters);
     Rewritten {
         model,
         kept,
-        copies,
-        glue,
+        parts: vec![Parts {
+            copies,
+            glue: glue.remove(0),
+        }],
     }
 }
 

@@ -9,8 +9,9 @@ use anyhow::Result;
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
 use super::estimate::{chain_work, live_bytes, step_operands, strips_work, tiles_work};
 use super::macs::graph_macs;
+use super::rewrite::Rewritten;
 use super::rewrite::rewrite;
-use super::rows::rewrite::rewrite_rows;
+use super::rows::rewrite::{RowCut, rewrite_rows};
 use super::rows::{self, Blocking};
 use super::target::{grade, target};
 use super::tiling::{Tiling, tile_within};
@@ -27,7 +28,7 @@ const MAX_FINE_TILES: usize = 32;
 /// Candidate splits re-planned per round (the best by estimate).
 const TRIALS: usize = 6;
 /// Chains split at most.
-const MAX_CHAINS: usize = 32;
+const MAX_CHAINS: usize = 128;
 /// Each round's target ([`target`]) may charge this fraction (1/n) of the search's allowance.
 const TARGET_SHARE: u64 = 4;
 
@@ -54,20 +55,35 @@ struct Candidate {
 /// What the search lowers, compared in order (see [`score`]).
 type Score = (u64, u64, u64, usize);
 
-/// A trial lowering no score may still be taken on trial when it recomputes shared nodes and
-/// its arena is within this fraction (1/n) of the best: the next round may then lower the peak
-/// that the shared nodes' other readers set.
+/// A trial lowering no score may still be taken on trial when its arena is within this
+/// fraction (1/n) of the arena before the first cut on trial, and it either recomputes shared
+/// nodes or thins the peak (see [`thins`]): the next rounds may then lower the peaks the cut
+/// could not (the shared nodes' other readers, the other repeated layers).
 const TRIAL_SLACK: u64 = 50;
 
-/// The search's state before a cut taken on trial: a cut that recomputes shared nodes per
-/// block lowers nothing while their originals stay for other readers, yet lets the next round
-/// split those readers too. It is kept only once a later round lowers the score below
-/// `score`.
+/// Live bytes within this fraction (1/n) of a peak count as reaching it in [`thins`]: the
+/// blocks' small extra tensors move repeated layers' equal peaks by a few bytes.
+const NEAR_PEAK: u64 = 1024;
+
+/// The search's state before the first of consecutive cuts taken on trial: a cut that
+/// recomputes shared nodes per block lowers nothing while their originals stay for other
+/// readers, and a cut of one of several repeated layers lowers nothing while the others peak
+/// too; yet either lets the next rounds split the rest. The cuts are kept only once a later
+/// round lowers the score below `score`.
 struct Trial {
     score: Score,
     current: Option<(ModelProto, Planned)>,
     chains: usize,
     used: u64,
+}
+
+/// Whether a plan's live bytes (`after`) thin the peak of `before`: at most [`NEAR_PEAK`]
+/// above it, and fewer steps within [`NEAR_PEAK`] of it.
+fn thins(before: &[u64], after: &[u64]) -> bool {
+    let peak = before.iter().copied().max().unwrap_or(0);
+    let margin = peak / NEAR_PEAK;
+    let near = |live: &[u64]| live.iter().filter(|&&b| b + margin >= peak).count();
+    after.iter().all(|&b| b <= peak + margin) && near(after) < near(before)
 }
 
 /// A cut's [`Candidate::pattern`]: operators in order, then axes or grid and part count.
@@ -171,21 +187,16 @@ pub fn search(
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
-        let mut accepted: Option<(Candidate, super::rewrite::Rewritten, Planned)> = None;
-        // The least worse trial that recomputes shared nodes, if within [`TRIAL_SLACK`], with
-        // its score.
-        let mut near: Option<(Score, (Candidate, super::rewrite::Rewritten, Planned))> = None;
-        for candidate in candidates.into_iter().take(TRIALS) {
-            let proto = current.as_ref().map_or(&first.original, |c| &c.0);
-            let label = format!("split{}", chains.len() + 1);
-            let (graph, order) = (&planned.model.graph, &planned.table.schedule);
-            let rewritten = match &candidate.cut {
-                Cut::Tiles(chain, tiling) => {
-                    let cut = (chain, tiling);
-                    rewrite(proto, graph, order, cut, &label, options.scatter_inputs)
-                }
-                Cut::Rows(b) => rewrite_rows(proto, graph, order, &b.chain, &b.blocks, &label),
-            };
+        let mut accepted: Option<(usize, Rewritten, Planned)> = None;
+        // The least worse trial that may be taken on trial (see [`TRIAL_SLACK`]), with its
+        // score, measured from the state before the cuts already on trial.
+        let base = on_trial.as_ref().map_or(best, |t| t.score);
+        let live = live_bytes(&planned.table);
+        let mut near: Option<(Score, (usize, Rewritten, Planned))> = None;
+        let proto = current.as_ref().map_or(&first.original, |c| &c.0);
+        let graph = &planned.model.graph;
+        for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
+            let rewritten = rewrite_cuts(proto, planned, &[candidate], chains.len(), options);
             let Some(trial) = plan(rewritten.model.clone())? else {
                 spent = true;
                 break;
@@ -198,16 +209,16 @@ pub fn search(
             // the other layers.
             let repeats = lowers && patterns.contains(&candidate.pattern(graph));
             if lowers {
-                accepted = Some((candidate, rewritten, trial));
-            } else if candidate.shares()
-                && scored.0 <= best.0
-                && scored.1 <= best.1 + best.1 / TRIAL_SLACK
+                accepted = Some((index, rewritten, trial));
+            } else if scored.0 <= base.0
+                && scored.1 <= base.1 + base.1 / TRIAL_SLACK
+                && (candidate.shares() || thins(&live, &live_bytes(&trial.table)))
                 && near.as_ref().is_none_or(|n| scored < n.0)
             {
-                near = Some((scored, (candidate, rewritten, trial)));
+                near = Some((scored, (index, rewritten, trial)));
                 continue;
             }
-            if repeats || accepted.as_ref().is_some_and(|a| a.0.covers) {
+            if repeats || accepted.as_ref().is_some_and(|a| candidates[a.0].covers) {
                 // The target's cover is split as planned, or a layer as its like: no other
                 // trial needed.
                 break;
@@ -215,14 +226,13 @@ pub fn search(
         }
         let mut taken_on_trial = false;
         if accepted.is_none()
-            && on_trial.is_none()
             && !aim
             && let Some((_, n)) = near
         {
             accepted = Some(n);
             taken_on_trial = true;
         }
-        let Some((candidate, rewritten, trial)) = accepted else {
+        let Some((index, mut rewritten, mut trial)) = accepted else {
             if aim {
                 // The target's estimates were too hopeful: go on with each chain's best grid.
                 aim = false;
@@ -256,36 +266,54 @@ pub fn search(
             continue;
         };
         reordered = None;
+        // The layers repeating the chosen cut, cut alike at once when that scores better
+        // (without a budget: under one, each layer's cut is judged by the operands it leaves).
+        let mut taken = vec![index];
+        let room = match options.budget {
+            None => MAX_CHAINS - chains.len() - 1,
+            Some(_) => 0,
+        };
+        let alike = alike(&candidates, index, graph, room);
+        if !alike.is_empty() && !spent {
+            let batch: Vec<usize> = taken.iter().chain(&alike).copied().collect();
+            let cuts: Vec<&Candidate> = batch.iter().map(|&i| &candidates[i]).collect();
+            let together = rewrite_cuts(proto, planned, &cuts, chains.len(), options);
+            match plan(together.model.clone())? {
+                Some(t) if score(&t) < score(&trial) => {
+                    // Cut together, the layers may lower what one could not.
+                    taken_on_trial &= score(&t) >= best;
+                    (taken, rewritten, trial) = (batch, together, t)
+                }
+                Some(_) => {}
+                None => spent = true,
+            }
+        }
         if on_trial.as_ref().is_some_and(|t| score(&trial) < t.score) {
             on_trial = None;
         }
-        let used_before = used;
-        used += candidate.extra_macs();
-        let graph = &planned.model.graph;
-        patterns.insert(candidate.pattern(graph));
-        chains.push(match &candidate.cut {
-            Cut::Tiles(chain, tiling) => record(
-                chain,
-                tiling,
-                &rewritten,
-                graph,
-                &origin,
-                &labels,
-                arena(&trial),
-            ),
-            Cut::Rows(b) => rows::record(b, &rewritten, graph, &origin, &labels, arena(&trial)),
-        });
+        let (used_before, chains_before) = (used, chains.len());
+        patterns.insert(candidates[index].pattern(graph));
+        for (&i, parts) in taken.iter().zip(&rewritten.parts) {
+            let candidate = &candidates[i];
+            used += candidate.extra_macs();
+            chains.push(match &candidate.cut {
+                Cut::Tiles(chain, tiling) => {
+                    record(chain, tiling, parts, graph, &origin, &labels, arena(&trial))
+                }
+                Cut::Rows(b) => rows::record(b, parts, graph, &origin, &labels, arena(&trial)),
+            });
+        }
         origin = rewritten
             .kept
             .iter()
             .map(|k| k.and_then(|old| origin[old]))
             .collect();
         let before = current.replace((rewritten.model, trial));
-        if taken_on_trial {
+        if taken_on_trial && on_trial.is_none() {
             on_trial = Some(Trial {
                 score: best,
                 current: before,
-                chains: chains.len() - 1,
+                chains: chains_before,
                 used: used_before,
             });
         }
@@ -324,6 +352,79 @@ pub fn search(
             chains,
         },
     })
+}
+
+/// Rewrites the model `proto` (planned as `planned`) with `cuts` split: one chain, or several
+/// row chains of repeated layers (disjoint) at once; their labels count on from `done`.
+fn rewrite_cuts(
+    proto: &ModelProto,
+    planned: &Planned,
+    cuts: &[&Candidate],
+    done: usize,
+    options: &SplitOptions,
+) -> Rewritten {
+    let (graph, order) = (&planned.model.graph, &planned.table.schedule);
+    let label = |k: usize| format!("split{}", done + k + 1);
+    if let [
+        Candidate {
+            cut: Cut::Tiles(chain, tiling),
+            ..
+        },
+    ] = cuts
+    {
+        return rewrite(
+            proto,
+            graph,
+            order,
+            (chain, tiling),
+            &label(0),
+            options.scatter_inputs,
+        );
+    }
+    let rows: Vec<RowCut> = cuts
+        .iter()
+        .enumerate()
+        .map(|(k, c)| match &c.cut {
+            Cut::Rows(b) => RowCut {
+                chain: &b.chain,
+                blocks: &b.blocks,
+                label: label(k),
+            },
+            Cut::Tiles(..) => unreachable!("only row chains are cut together"),
+        })
+        .collect();
+    rewrite_rows(proto, graph, order, &rows)
+}
+
+/// The candidates (beyond `chosen`) that cut repeated layers as the row chain `chosen` does:
+/// the same pattern, nodes disjoint from it and from each other; at most `room`.
+fn alike(
+    candidates: &[Candidate],
+    chosen: usize,
+    graph: &crate::ir::Graph,
+    room: usize,
+) -> Vec<usize> {
+    let Cut::Rows(first) = &candidates[chosen].cut else {
+        return Vec::new();
+    };
+    let pattern = candidates[chosen].pattern(graph);
+    let mut used: HashSet<usize> = first.chain.nodes.iter().copied().collect();
+    let mut found = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        if found.len() >= room {
+            break;
+        }
+        let Cut::Rows(b) = &c.cut else { continue };
+        if i == chosen
+            || c.pattern(graph) != pattern
+            || b.chain.nodes.iter().any(|n| used.contains(n))
+        {
+            continue;
+        }
+        used.extend(b.chain.nodes.iter().copied());
+        found.push(i);
+    }
+    found
 }
 
 /// What the search lowers: under a budget, first the most bytes one step reads and writes
@@ -515,7 +616,7 @@ fn grids(fine: bool) -> Vec<[usize; 2]> {
 fn record(
     chain: &Chain,
     tiling: &Tiling,
-    rewritten: &super::rewrite::Rewritten,
+    parts: &super::rewrite::Parts,
     graph: &crate::ir::Graph,
     origin: &[Option<usize>],
     labels: &[(String, String)],
@@ -532,7 +633,7 @@ fn record(
             SplitNode {
                 node,
                 op_type,
-                tiles: rewritten.copies[k].clone(),
+                tiles: parts.copies[k].clone(),
                 regions: tiling.tiles.iter().map(|t| region(t.computed[k])).collect(),
                 halo: tiling.halo[k],
                 extra_macs: per_position * tiling.halo[k].max(0) as u64,
@@ -548,7 +649,7 @@ fn record(
         axis: None,
         arena_after,
         nodes,
-        glue: rewritten.glue.clone(),
+        glue: parts.glue.clone(),
     }
 }
 

@@ -14,7 +14,8 @@ pub mod rewrite;
 pub mod rules;
 pub mod sink;
 
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use super::estimate::UNITS_PER_NODE_VISIT;
 use super::region::Span;
@@ -55,6 +56,7 @@ pub fn candidates(
     let order = &planned.table.schedule;
     let opset = planned.model.opsets.version("").unwrap_or(1);
     let mut seen: HashSet<Vec<usize>> = HashSet::new();
+    let mut built: HashMap<(usize, usize), Option<RowChain>> = HashMap::new();
     let mut found = Vec::new();
     for &step in hot {
         let target = order[step];
@@ -66,11 +68,18 @@ pub fn candidates(
                 continue;
             };
             for axis in 0..shape.len() {
-                let chain = row_chain(graph, order, [0, end], axis, opset, allowed);
-                let built = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
-                if !spend(built * UNITS_PER_NODE_VISIT) {
-                    return Err(Spent);
-                }
+                // Hot steps close together reach the same ends: each chain is built once.
+                let chain = match built.entry((end, axis)) {
+                    Entry::Occupied(known) => known.get().clone(),
+                    Entry::Vacant(slot) => {
+                        let chain = row_chain(graph, order, [0, end], axis, opset, allowed);
+                        let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
+                        if !spend(visits * UNITS_PER_NODE_VISIT) {
+                            return Err(Spent);
+                        }
+                        slot.insert(chain).clone()
+                    }
+                };
                 let Some(chain) = chain else {
                     continue;
                 };
@@ -116,11 +125,11 @@ pub fn candidates(
     Ok(found)
 }
 
-/// The table's record of one accepted row chain; `origin` maps the planned graph's nodes to
+/// The table's record of one accepted row chain (`parts`: what it became); `origin` maps the planned graph's nodes to
 /// the source model's, `labels` names the source nodes.
 pub fn record(
     blocking: &Blocking,
-    rewritten: &super::rewrite::Rewritten,
+    parts: &super::rewrite::Parts,
     graph: &crate::ir::Graph,
     origin: &[Option<usize>],
     labels: &[(String, String)],
@@ -141,7 +150,7 @@ pub fn record(
             SplitNode {
                 node,
                 op_type,
-                tiles: rewritten.copies[k].clone(),
+                tiles: parts.copies[k].clone(),
                 regions: tiles.clone(),
                 halo: 0,
                 extra_macs: 0,
@@ -157,6 +166,6 @@ pub fn record(
         axis: chain.axes.last().copied(),
         arena_after,
         nodes,
-        glue: rewritten.glue.clone(),
+        glue: parts.glue.clone(),
     }
 }

@@ -1,45 +1,95 @@
-//! The row rewrite: a row chain's nodes replaced by one copy per block of rows (reading
+//! The row rewrite: each row chain's nodes replaced by one copy per block of rows (reading
 //! Slices of the tensors made before the chain, the shape inputs of Reshape and
 //! ConstantOfShape resized to the block), the blocks' parts of each output (a Split's several)
 //! assembled by Concat along the blocked axis under the output's original name. `Shape` nodes
 //! reading chain tensors become initializers (their value is known), so nothing outside the
 //! chain needs its intermediates. Shared nodes (see [`super::chain`]) are copied into every
-//! block and also kept.
+//! block and also kept. Several disjoint chains (repeated layers cut alike) are rewritten at
+//! once.
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::glue::Glue;
+use super::super::glue::{Glue, splice};
 use super::super::region::Span;
-use super::super::rewrite::Rewritten;
+use super::super::rewrite::{Parts, Rewritten};
 use super::chain::RowChain;
 use super::rules::{Fixup, RowRead};
 use crate::ir::{Graph, NodeId};
 use crate::onnx::proto::{ModelProto, NodeProto};
 
-/// Rewrites `proto` (typed as `graph`, nodes run in `order`) so the chain runs block by block
-/// over `blocks` (consecutive row ranges covering the chain's rows); `label` tags new names.
+/// One row chain to run in blocks.
+pub struct RowCut<'a> {
+    /// The chain.
+    pub chain: &'a RowChain,
+    /// Consecutive row ranges covering the chain's rows.
+    pub blocks: &'a [Span],
+    /// The tag of its new names (e.g. `split1`).
+    pub label: String,
+}
+
+/// Rewrites `proto` (typed as `graph`, nodes run in `order`) so each chain of `cuts` (their
+/// nodes disjoint) runs block by block.
 pub fn rewrite_rows(
     proto: &ModelProto,
     graph: &Graph,
     order: &[NodeId],
-    chain: &RowChain,
-    blocks: &[Span],
-    label: &str,
+    cuts: &[RowCut],
 ) -> Rewritten {
+    // Earlier blocks hoisted by the scheduler run where they are needed again.
+    let order = &super::sink::sunk(graph, order);
+    let mut rewrites = Vec::with_capacity(cuts.len());
+    let mut copies = Vec::with_capacity(cuts.len());
+    let mut replaced: HashSet<NodeId> = HashSet::new();
+    let mut internal: HashSet<&str> = HashSet::new();
+    for cut in cuts {
+        let chain = cut.chain;
+        let mut e = Glue::new(proto, graph, &cut.label);
+        copies.push(block_copies(&mut e, proto, graph, cut));
+        // Shape readers of chain tensors become initializers holding the value inference
+        // found.
+        e.fold_shapes(graph, &chain.folded);
+        replaced.extend(chain.folded.iter().copied());
+        // Shared nodes stay whole for their readers outside the chain.
+        let shared: HashSet<NodeId> = chain.shared.iter().copied().collect();
+        let members = chain.nodes.iter().filter(|n| !shared.contains(n));
+        replaced.extend(members.clone().copied());
+        internal.extend(
+            members
+                .filter_map(|&n| graph.nodes[n].outputs[0])
+                .filter(|v| !chain.outputs.contains(v))
+                .map(|v| graph.values[v].name.as_str()),
+        );
+        let last = *chain.nodes.last().expect("a chain has nodes");
+        let end = order
+            .iter()
+            .position(|&n| n == last)
+            .expect("the chain is in the order")
+            + 1;
+        rewrites.push((end, e));
+    }
+    let skip = |n: NodeId| replaced.contains(&n);
+    let (model, kept, glue) = splice(proto, order, rewrites, &skip, &internal);
+    Rewritten {
+        model,
+        kept,
+        parts: copies
+            .into_iter()
+            .zip(glue)
+            .map(|(copies, glue)| Parts { copies, glue })
+            .collect(),
+    }
+}
+
+/// Adds to `e` one copy of the cut's chain per block (reading slices of the tensors made
+/// before it, with the Concat assembling each output); returns, per chain node, its copies'
+/// names.
+fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -> Vec<Vec<String>> {
+    let (chain, blocks) = (cut.chain, cut.blocks);
     let old = &proto
         .graph
         .as_ref()
         .expect("a loaded model has a graph")
         .node;
-    // Earlier blocks hoisted by the scheduler run where they are needed again.
-    let order = &super::sink::sunk(graph, order);
-    let last = *chain.nodes.last().expect("a chain has nodes");
-    let end = order
-        .iter()
-        .position(|&n| n == last)
-        .expect("the chain is in the order")
-        + 1;
-    let mut e = Glue::new(proto, graph, label);
     let position: HashMap<NodeId, usize> = chain
         .nodes
         .iter()
@@ -123,28 +173,5 @@ pub fn rewrite_rows(
     for (&v, parts) in chain.outputs.iter().zip(parts) {
         e.concat(parts, axis, &graph.values[v].name);
     }
-
-    // Shape readers of chain tensors become initializers holding the value inference found.
-    let folded: HashSet<NodeId> = chain.folded.iter().copied().collect();
-    e.fold_shapes(graph, &chain.folded);
-
-    // Shared nodes stay whole for their readers outside the chain.
-    let shared: HashSet<NodeId> = chain.shared.iter().copied().collect();
-    let internal: HashSet<&str> = chain
-        .nodes
-        .iter()
-        .filter(|n| !shared.contains(n))
-        .filter_map(|&n| graph.nodes[n].outputs[0])
-        .filter(|v| !chain.outputs.contains(v))
-        .map(|v| graph.values[v].name.as_str())
-        .collect();
-    let skip =
-        |n: NodeId| (position.contains_key(&n) && !shared.contains(&n)) || folded.contains(&n);
-    let (model, kept, glue) = e.splice(proto, order, end, &skip, &internal);
-    Rewritten {
-        model,
-        kept,
-        copies,
-        glue,
-    }
+    copies
 }
