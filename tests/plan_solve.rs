@@ -6,11 +6,8 @@ mod common;
 use common::*;
 use onnx_memplan::plan::{Buffer, PlanOptions, PlannerChoice, Problem, solve, verify};
 
-/// S2's worked example (../shared/seeds/SEEDS.md): output sizes 2048, 2048, 1024, 2048, 1024,
-/// 4096 with inclusive lifetimes (0,2) (1,4) (2,3) (3,4) (4,5) (5,5) give offsets
-/// 0, 2048, 4096, 0, 4096, 0 and a 5120-byte arena.
-#[test]
-fn s2_worked_example() {
+/// S2's worked example problem (../shared/seeds/SEEDS.md), alignment 1.
+fn s2_problem() -> Problem {
     let spans = [
         (2048, 0, 2),
         (2048, 1, 4),
@@ -19,7 +16,7 @@ fn s2_worked_example() {
         (1024, 4, 5),
         (4096, 5, 5),
     ];
-    let problem = Problem {
+    Problem {
         buffers: spans
             .iter()
             .map(|&(size, first, last)| Buffer {
@@ -29,7 +26,15 @@ fn s2_worked_example() {
             })
             .collect(),
         alignment: 1,
-    };
+    }
+}
+
+/// S2's worked example (../shared/seeds/SEEDS.md): output sizes 2048, 2048, 1024, 2048, 1024,
+/// 4096 with inclusive lifetimes (0,2) (1,4) (2,3) (3,4) (4,5) (5,5) give offsets
+/// 0, 2048, 4096, 0, 4096, 0 and a 5120-byte arena.
+#[test]
+fn s2_worked_example() {
+    let problem = s2_problem();
     let options = PlanOptions {
         planner: PlannerChoice::S2FreeList,
         ..PlanOptions::default()
@@ -47,25 +52,7 @@ fn s2_worked_example() {
 /// step 2); 1024 (2,3) and (4,5) at 4096: a 5120-byte arena, as S2's.
 #[test]
 fn a_spent_budget_still_gives_the_first_heuristics_plan() {
-    let spans = [
-        (2048, 0, 2),
-        (2048, 1, 4),
-        (1024, 2, 3),
-        (2048, 3, 4),
-        (1024, 4, 5),
-        (4096, 5, 5),
-    ];
-    let problem = Problem {
-        buffers: spans
-            .iter()
-            .map(|&(size, first, last)| Buffer {
-                size,
-                start: first,
-                end: last + 1,
-            })
-            .collect(),
-        alignment: 1,
-    };
+    let problem = s2_problem();
     let options = PlanOptions {
         planner: PlannerChoice::Auto,
         budget: onnx_memplan::plan::Budget {

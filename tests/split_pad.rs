@@ -125,22 +125,11 @@ fn tf_same_pads_tile_as_windows() {
             .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
             .collect()
     };
-    assert_eq!(
-        pads_of(&rewritten.parts[0].copies[3][0]),
-        [0, 0, 1, 1, 0, 0, 0, 0]
-    );
-    assert_eq!(
-        pads_of(&rewritten.parts[0].copies[3][3]),
-        [0, 0, 0, 0, 0, 0, 1, 1]
-    );
-    assert_eq!(
-        pads_of(&rewritten.parts[0].copies[0][0]),
-        [0, 0, 0, 0, 0, 0, 0, 0]
-    );
-    assert_eq!(
-        pads_of(&rewritten.parts[0].copies[0][3]),
-        [0, 0, 0, 0, 0, 0, 1, 1]
-    );
+    let copies = &rewritten.parts[0].copies;
+    assert_eq!(pads_of(&copies[3][0]), [0, 0, 1, 1, 0, 0, 0, 0]);
+    assert_eq!(pads_of(&copies[3][3]), [0, 0, 0, 0, 0, 0, 1, 1]);
+    assert_eq!(pads_of(&copies[0][0]), [0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(pads_of(&copies[0][3]), [0, 0, 0, 0, 0, 0, 1, 1]);
     let split = dir.path().join("tf_same_chain.split.onnx");
     write_model(&rewritten.model, &split);
     compare_in_onnxruntime(&original, &split);

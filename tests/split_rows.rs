@@ -623,20 +623,20 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
         .iter()
         .map(|n| n.name())
         .collect();
-    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    let last_of_first = rewritten.parts[0]
-        .copies
+    // Each layer's copies: the positions of its first and last in the rewritten model.
+    let span: Vec<(usize, usize)> = rewritten
+        .parts
         .iter()
-        .flatten()
-        .map(|n| at(n))
-        .max();
-    let first_of_second = rewritten.parts[1]
-        .copies
-        .iter()
-        .flatten()
-        .map(|n| at(n))
-        .min();
-    assert!(last_of_first < first_of_second);
+        .map(|parts| {
+            let at = parts
+                .copies
+                .iter()
+                .flatten()
+                .map(|c| names.iter().position(|n| n == c).unwrap());
+            (at.clone().min().unwrap(), at.max().unwrap())
+        })
+        .collect();
+    assert!(span[0].1 < span[1].0, "{span:?}");
     let split = dir.path().join("stack2.split.onnx");
     write_model(&rewritten.model, &split);
     common::plans_and_matches(dir.path(), &original, &split);
