@@ -162,7 +162,7 @@ pub fn search(
     let total_macs = graph_macs(source);
     let allowance = (total_macs as f64 * options.overhead_pct.max(0.0) / 100.0) as u64;
     let arena_before = arena(first);
-    let score = |p: &Planned| score(p, options.budget);
+    let score = |p: &Planned| score_of(p, &live_bytes(&p.table), options.budget);
     let mut used = 0u64;
     let mut chains = Vec::new();
     let mut origin: Vec<Option<usize>> = (0..source.nodes.len()).map(Some).collect();
@@ -179,20 +179,29 @@ pub fn search(
     let mut on_trial: Option<Trial> = None;
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
-        let best = score(planned);
-        let found = candidates(planned, &origin, allowance - used, options, aim, spend);
+        let live = live_bytes(&planned.table);
+        let best = score_of(planned, &live, options.budget);
+        let found = candidates(
+            planned,
+            &live,
+            &origin,
+            allowance - used,
+            options,
+            aim,
+            spend,
+        );
         let Ok(mut candidates) = found else {
             break;
         };
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
-        let mut accepted: Option<(usize, Rewritten, Planned)> = None;
+        // The best trial that lowers the score, with its score.
+        let mut accepted: Option<(usize, Rewritten, Planned, Score)> = None;
         // The least worse trial that may be taken on trial (see [`TRIAL_SLACK`]), with its
         // score, measured from the state before the cuts already on trial.
         let base = on_trial.as_ref().map_or(best, |t| t.score);
-        let live = live_bytes(&planned.table);
-        let mut near: Option<(Score, (usize, Rewritten, Planned))> = None;
+        let mut near: Option<(usize, Rewritten, Planned, Score)> = None;
         let proto = current.as_ref().map_or(&first.original, |c| &c.0);
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
@@ -201,21 +210,22 @@ pub fn search(
                 spent = true;
                 break;
             };
-            let bar = accepted.as_ref().map_or(best, |a| score(&a.2));
-            let scored = score(&trial);
+            let bar = accepted.as_ref().map_or(best, |a| a.3);
+            let trial_live = live_bytes(&trial.table);
+            let scored = score_of(&trial, &trial_live, options.budget);
             let lowers = scored < bar;
             // A repeated layer cut as an earlier one was: its round takes that cut, as the
             // earlier round chose it from its trials; the rounds, and the allowance, go on to
             // the other layers.
             let repeats = lowers && patterns.contains(&candidate.pattern(graph));
             if lowers {
-                accepted = Some((index, rewritten, trial));
+                accepted = Some((index, rewritten, trial, scored));
             } else if scored.0 <= base.0
                 && scored.1 <= base.1 + base.1 / TRIAL_SLACK
-                && (candidate.shares() || thins(&live, &live_bytes(&trial.table)))
-                && near.as_ref().is_none_or(|n| scored < n.0)
+                && (candidate.shares() || thins(&live, &trial_live))
+                && near.as_ref().is_none_or(|n| scored < n.3)
             {
-                near = Some((scored, (index, rewritten, trial)));
+                near = Some((index, rewritten, trial, scored));
                 continue;
             }
             if repeats || accepted.as_ref().is_some_and(|a| candidates[a.0].covers) {
@@ -227,12 +237,12 @@ pub fn search(
         let mut taken_on_trial = false;
         if accepted.is_none()
             && !aim
-            && let Some((_, n)) = near
+            && let Some(n) = near
         {
             accepted = Some(n);
             taken_on_trial = true;
         }
-        let Some((index, mut rewritten, mut trial)) = accepted else {
+        let Some((index, mut rewritten, mut trial, mut scored)) = accepted else {
             if aim {
                 // The target's estimates were too hopeful: go on with each chain's best grid.
                 aim = false;
@@ -279,16 +289,18 @@ pub fn search(
             let cuts: Vec<&Candidate> = batch.iter().map(|&i| &candidates[i]).collect();
             let together = rewrite_cuts(proto, planned, &cuts, chains.len(), options);
             match plan(together.model.clone())? {
-                Some(t) if score(&t) < score(&trial) => {
-                    // Cut together, the layers may lower what one could not.
-                    taken_on_trial &= score(&t) >= best;
-                    (taken, rewritten, trial) = (batch, together, t)
+                Some(t) => {
+                    let together_score = score(&t);
+                    if together_score < scored {
+                        // Cut together, the layers may lower what one could not.
+                        taken_on_trial &= together_score >= best;
+                        (taken, rewritten, trial, scored) = (batch, together, t, together_score);
+                    }
                 }
-                Some(_) => {}
                 None => spent = true,
             }
         }
-        if on_trial.as_ref().is_some_and(|t| score(&trial) < t.score) {
+        if on_trial.as_ref().is_some_and(|t| scored < t.score) {
             on_trial = None;
         }
         let (used_before, chains_before) = (used, chains.len());
@@ -432,7 +444,8 @@ fn alike(
 /// bytes, and last how many steps reach it: a rewrite that lowers one of several equal or
 /// near-equal peaks (repeated layers, whose difference the arena's alignment hides) is
 /// progress though the arena stays, as the next round lowers the next peak.
-fn score(planned: &Planned, budget: Option<u64>) -> Score {
+/// `live` is the plan's live bytes per step ([`live_bytes`]).
+fn score_of(planned: &Planned, live: &[u64], budget: Option<u64>) -> Score {
     let floor = match budget {
         Some(b) => step_operands(&planned.model.graph, &planned.table)
             .into_iter()
@@ -441,7 +454,6 @@ fn score(planned: &Planned, budget: Option<u64>) -> Score {
             .unwrap_or(0),
         None => 0,
     };
-    let live = live_bytes(&planned.table);
     let peak = live.iter().copied().max().unwrap_or(0);
     (
         floor,
@@ -470,10 +482,11 @@ pub(super) fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> Model
 /// cheapest grid whose estimate of the chain's own peak reaches the plan's target arena
 /// ([`target`]), else (or when no target fits) its grid of the best estimate;
 /// the chains of the target's cover first. The hot steps are those whose operands exceed the
-/// budget, if any do; else those where the live bytes peak. The estimates are charged to
-/// `spend`.
+/// budget, if any do; else those where the plan's live bytes per step (`live`) peak. The
+/// estimates are charged to `spend`.
 fn candidates(
     planned: &Planned,
+    live: &[u64],
     origin: &[Option<usize>],
     allowance: u64,
     options: &SplitOptions,
@@ -483,7 +496,6 @@ fn candidates(
     let budget = options.budget;
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
-    let live = live_bytes(&planned.table);
     let peak = live.iter().copied().max().unwrap_or(0);
     let operands = budget.map(|_| step_operands(graph, &planned.table));
     let over: Vec<usize> = match (budget, &operands) {
@@ -520,7 +532,7 @@ fn candidates(
             let share = options.search_time.as_secs_f64() * WORK_PER_SECOND as f64;
             let share = (share / TARGET_SHARE as f64) as u64;
             let grids = grids(false);
-            let found = target(planned, &live, &allowed, &grids, allowance, spend, share)?;
+            let found = target(planned, live, &allowed, &grids, allowance, spend, share)?;
             (found.target, found.graded)
         }
         false => (None, HashMap::new()),
@@ -545,7 +557,7 @@ fn candidates(
             };
             let grades = match graded.remove(&steps) {
                 Some(g) => g,
-                None => grade(graph, table, &live, &chain, steps, &tried, allowance, spend)?,
+                None => grade(graph, table, live, &chain, steps, &tried, allowance, spend)?,
             };
             // The best by rank, the first of equals in grid order.
             let best = grades
@@ -574,7 +586,7 @@ fn candidates(
         walk_chains_around(graph, order, step, &allowed, longest, &mut visit)?;
     }
     found.extend(
-        rows::candidates(planned, (&live, &rows_hot), &allowed, spend)?
+        rows::candidates(planned, (live, &rows_hot), &allowed, spend)?
             .into_iter()
             .map(|b| Candidate {
                 covers: false,

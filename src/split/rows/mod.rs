@@ -69,18 +69,15 @@ pub fn candidates(
             };
             for axis in 0..shape.len() {
                 // Hot steps close together reach the same ends: each chain is built once.
-                let chain = match built.entry((end, axis)) {
-                    Entry::Occupied(known) => known.get().clone(),
-                    Entry::Vacant(slot) => {
-                        let chain = row_chain(graph, order, [0, end], axis, opset, allowed);
-                        let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
-                        if !spend(visits * UNITS_PER_NODE_VISIT) {
-                            return Err(Spent);
-                        }
-                        slot.insert(chain).clone()
+                if let Entry::Vacant(slot) = built.entry((end, axis)) {
+                    let chain = row_chain(graph, order, [0, end], axis, opset, allowed);
+                    let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
+                    if !spend(visits * UNITS_PER_NODE_VISIT) {
+                        return Err(Spent);
                     }
-                };
-                let Some(chain) = chain else {
+                    slot.insert(chain);
+                }
+                let Some(chain) = &built[&(end, axis)] else {
                     continue;
                 };
                 if !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
@@ -100,20 +97,14 @@ pub fn candidates(
                     .filter(|&&n| n <= chain.rows)
                     .map(|&n| {
                         let blocks = Span::parts(chain.rows, n);
-                        let (estimate, inside) = estimate::estimate(
-                            graph,
-                            &planned.table,
-                            live,
-                            &chain,
-                            n,
-                            [start, end],
-                        );
+                        let (estimate, inside) =
+                            estimate::estimate(graph, &planned.table, live, chain, n, [start, end]);
                         (estimate, inside, n, blocks)
                     })
                     .min_by_key(|c| (c.0, c.1, c.2));
                 if let Some((estimate, _, _, blocks)) = best {
                     found.push(Blocking {
-                        chain,
+                        chain: chain.clone(),
                         blocks,
                         estimate,
                         start,
@@ -125,8 +116,8 @@ pub fn candidates(
     Ok(found)
 }
 
-/// The table's record of one accepted row chain (`parts`: what it became); `origin` maps the planned graph's nodes to
-/// the source model's, `labels` names the source nodes.
+/// The table's record of one accepted row chain (`parts`: what it became); `origin` maps the
+/// planned graph's nodes to the source model's, `labels` names the source nodes.
 pub fn record(
     blocking: &Blocking,
     parts: &super::rewrite::Parts,
