@@ -110,7 +110,15 @@ fn the_walk_is_bounded_and_stops_growing_a_chain_the_visitor_refuses() {
         visited.push(steps);
         Ok::<bool, ()>(steps[0] >= 5)
     };
-    walk_chains_around(graph, &order, 10, &|_| true, MAX_CHAIN_NODES, &mut visit).unwrap();
+    walk_chains_around(
+        graph,
+        &order,
+        10,
+        &|_| true,
+        (MAX_CHAIN_NODES, 17),
+        &mut visit,
+    )
+    .unwrap();
     let mut expected = Vec::new();
     for end in 10..order.len() {
         for start in (0..=10).rev() {

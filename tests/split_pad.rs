@@ -81,7 +81,7 @@ fn tf_same_pads_tile_as_windows() {
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order).expect("the five nodes form a chain");
+    let chain = chain_of(graph, &order, 17).expect("the five nodes form a chain");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
 
     let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
@@ -191,7 +191,7 @@ fn pads_computed_from_a_shape_stay_outside_the_chain() {
         .map(|&n| graph.nodes[n].op_type.as_str())
         .collect();
     assert_eq!(ops, ["Pad", "Conv", "Relu", "Pad", "Conv"]);
-    let chain = chain_of(graph, &data).expect("the five nodes form a chain");
+    let chain = chain_of(graph, &data, 17).expect("the five nodes form a chain");
     assert_eq!(graph.values[chain.output].name, "y");
     assert!(chain.extra.is_empty(), "R1 is not assembled for its Shape");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();

@@ -80,7 +80,7 @@ fn scattered_in_two_rows(dir: &std::path::Path) -> (std::path::PathBuf, Rewritte
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order).expect("the three nodes form a chain");
+    let chain = chain_of(graph, &order, 17).expect("the three nodes form a chain");
     let tiling = tile(graph, &chain, [2, 1]).unwrap();
     let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", true);
     (original, rewritten)

@@ -101,7 +101,7 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order).expect("the five nodes form a chain");
+    let chain = chain_of(graph, &order, 17).expect("the five nodes form a chain");
     assert_eq!(graph.values[chain.output].name, "y");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
 
@@ -373,7 +373,7 @@ fn every_window_form_tiles_exactly() {
             Some(g.value("y").unwrap().ty.as_ref().unwrap().to_proto());
         write_model(&proto, &path);
         let order: Vec<usize> = (0..g.nodes.len()).collect();
-        let chain = chain_of(g, &order).unwrap_or_else(|| panic!("{}: not a chain", form.name));
+        let chain = chain_of(g, &order, 17).unwrap_or_else(|| panic!("{}: not a chain", form.name));
         let tiling =
             tile(g, &chain, [3, 2]).unwrap_or_else(|| panic!("{}: no 3×2 grid", form.name));
         let rewritten = rewrite(&proto, g, &order, (&chain, &tiling), "split1", false);

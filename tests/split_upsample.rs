@@ -107,7 +107,7 @@ fn split_and_compare(
         Some(g.value("y").unwrap().ty.as_ref().unwrap().to_proto());
     write_model(&proto, &path);
     let order: Vec<usize> = (0..g.nodes.len()).collect();
-    let chain = chain_of(g, &order[..len]).unwrap_or_else(|| panic!("{stem}: not a chain"));
+    let chain = chain_of(g, &order[..len], 17).unwrap_or_else(|| panic!("{stem}: not a chain"));
     let tiling = tile(g, &chain, grid).unwrap_or_else(|| panic!("{stem}: no {grid:?} grid"));
     let rewritten = rewrite(&proto, g, &order, (&chain, &tiling), "split1", false);
     let split = dir.join(format!("{stem}.split.onnx"));

@@ -192,6 +192,10 @@ pub struct SplitChain {
     /// each tile is `[[start, end], [0, 0]]`, rows along that axis). Absent for H/W tiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub axis: Option<usize>,
+    /// H/W tiles of a token-major output: the axis holding its positions row by row (token
+    /// `h·W + w`); `tiles` are then rows and columns of that H × W grid. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_axis: Option<usize>,
     /// Arena bytes once this chain (and the ones before it) are split.
     pub arena_after: u64,
     /// The source model's nodes the chain replaces, in execution order.
@@ -219,6 +223,10 @@ pub struct SplitNode {
     /// `SplitChain::axis`). Absent for H/W tiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub axis: Option<usize>,
+    /// H/W tiles of a token-major node: the axis of its output holding the positions row by
+    /// row (regions as in `SplitChain::token_axis`). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_axis: Option<usize>,
 }
 
 /// A memory tier's capacity and speed, as given by `--tier`.

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use super::chain::{Chain, Read};
 use super::glue::{Glue, int_attribute, ints_attribute, op};
+use super::layout::Layout;
 use super::region::{Region, Span};
 use super::rewrite::slice_bounds;
 use super::rules::shape_of;
@@ -44,7 +45,7 @@ impl Bands {
             parts.push(if part == held {
                 name.clone()
             } else {
-                b.slice(name, slice_bounds(held, part), tag)
+                b.slice(name, slice_bounds(Layout::Nchw, held, part), tag)
             });
         }
         if parts.len() == 1 {
@@ -82,7 +83,7 @@ pub fn scatter_inputs(
             };
             let value = &graph.values[v];
             let only_chain = value.consumers.iter().all(|c| chain.nodes.contains(c));
-            if *read != Read::Outside
+            if *read != Read::Outside(Layout::Nchw)
                 || value.kind != ValueKind::Input
                 || value.is_output
                 || !only_chain

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use super::layout::{Layout, fold_axis, resolve, unfold_axis};
+use super::rows::rules::{RowRead, row_rule};
 use super::rules::{Inputs, Rule, rule_of, shape_of};
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -15,8 +17,9 @@ pub enum Read {
     /// Read whole by every tile (weights, per-channel parameters, tensors broadcast along H
     /// and W).
     Whole,
-    /// A spatial tensor made outside the chain: each tile reads a slice of it.
-    Outside,
+    /// A spatial tensor made outside the chain, its positions laid out so: each tile reads a
+    /// slice of it.
+    Outside(Layout),
     /// A spatial tensor made by the chain node at this position of [`Chain::nodes`].
     Inside(usize),
 }
@@ -30,8 +33,10 @@ pub struct Chain {
     pub rules: Vec<Rule>,
     /// For each node, how it reads each input.
     pub reads: Vec<Vec<Read>>,
-    /// Each node's output shape (NCHW).
-    pub shapes: Vec<[i64; 4]>,
+    /// Where each node's output keeps its positions.
+    pub layouts: Vec<Layout>,
+    /// Each node's output H × W.
+    pub grids: Vec<[i64; 2]>,
     /// The position in `nodes` of the node making the chain's output.
     pub last: usize,
     /// The chain's output: the last tensor it makes that is read after the chain (or is a
@@ -68,32 +73,60 @@ pub const MAX_BUDGET_CHAIN_NODES: usize = 64;
 /// allowance, and prepending nodes leaves the region every node of the chain computes per
 /// tile as it was (regions follow from the chain's output backwards) while adding the new
 /// nodes' recomputed positions, so no grid of a longer chain recomputes less. `allowed` says
-/// which nodes may be split (nodes made by an earlier split may not).
+/// which nodes may be split (nodes made by an earlier split may not); `opset` is the default
+/// domain's version.
 pub fn walk_chains_around<E>(
     graph: &Graph,
     order: &[NodeId],
     peak: usize,
     allowed: &dyn Fn(NodeId) -> bool,
-    max_nodes: usize,
+    (max_nodes, opset): (usize, i64),
     visit: &mut ChainVisit<'_, E>,
 ) -> Result<(), E> {
     let constant = |step: usize| is_constant(graph, order[step]);
-    let splittable = |step: usize| {
-        let node = order[step];
-        allowed(node) && !constant(step) && rule_of(graph, &graph.nodes[node]).is_some()
+    let rule_at = |step: usize| rule_of(graph, &graph.nodes[order[step]]);
+    // Token-major nodes join only runs that reach a node fixing where positions are: an NCHW
+    // operator or a Reshape between tokens and H × W (a plain transformer has none, and its
+    // rows are row blocking's).
+    let fixes = |step: usize| match rule_at(step) {
+        Some(Rule::Rows) => {
+            let node = &graph.nodes[order[step]];
+            fold_axis(graph, node).is_some() || unfold_axis(graph, node).is_some()
+        }
+        Some(Rule::Pointwise(Inputs::All)) => graph.nodes[order[step]].op_type == "Concat",
+        Some(_) => true,
+        None => false,
     };
-    let ok = |step: usize| splittable(step) || constant(step);
-    if peak >= order.len() || !splittable(peak) {
+    let splittable_with = |step: usize, rows: bool| {
+        allowed(order[step])
+            && !constant(step)
+            && rule_at(step).is_some_and(|r| rows || r != Rule::Rows)
+    };
+    if peak >= order.len() || !splittable_with(peak, true) {
         return Ok(());
     }
-    let mut low = peak;
-    while low > 0 && ok(low - 1) {
-        low -= 1;
+    // The run around the peak within `max_nodes` nodes of it either way.
+    let reach = |rows: bool| {
+        let ok = |step: usize| splittable_with(step, rows) || constant(step);
+        let (mut low, mut high, mut n) = (peak, peak, 0);
+        while low > 0 && ok(low - 1) && n < max_nodes {
+            low -= 1;
+            n += usize::from(!constant(low));
+        }
+        n = 0;
+        while high + 1 < order.len() && ok(high + 1) && n < max_nodes {
+            high += 1;
+            n += usize::from(!constant(high));
+        }
+        (low, high)
+    };
+    let (low, high) = reach(true);
+    let rows = (low..=high).any(fixes);
+    if !rows && !splittable_with(peak, false) {
+        return Ok(());
     }
-    let mut high = peak;
-    while high + 1 < order.len() && ok(high + 1) {
-        high += 1;
-    }
+    let (low, high) = if rows { (low, high) } else { reach(false) };
+    let splittable = |step: usize| splittable_with(step, rows);
     // Non-constant steps in `[0, s)`, to count a chain's nodes.
     let mut before = vec![0usize; order.len() + 1];
     for s in 0..order.len() {
@@ -114,7 +147,7 @@ pub fn walk_chains_around<E>(
                     .copied()
                     .filter(|&n| !is_constant(graph, n))
                     .collect();
-                chain_of(graph, &nodes)
+                chain_of(graph, &nodes, opset)
             };
             if !visit([start, end], &build)? {
                 break;
@@ -148,20 +181,22 @@ pub fn is_foldable_shape(graph: &Graph, node: NodeId) -> bool {
             .is_some_and(|v| graph.values[v].constant.is_some())
 }
 
-/// The chain made of exactly these nodes, if they form one: every output rank 4 with a known
-/// shape, every input spatial (sliced per tile) or readable whole, and every tensor made read
-/// inside the run or after it (a known `Shape` of it does not count: the rewrite folds it).
-pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
+/// The chain made of exactly these nodes, if they form one: every output's positions placed
+/// ([`resolve`]: NCHW, or a token axis), every input spatial (sliced per tile) or readable
+/// whole, and every tensor made read inside the run or after it (a known `Shape` of it does
+/// not count: the rewrite folds it). `opset` is the default domain's version.
+pub fn chain_of(graph: &Graph, nodes: &[NodeId], opset: i64) -> Option<Chain> {
     let position: HashMap<NodeId, usize> = nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-    let mut rules = Vec::with_capacity(nodes.len());
+    let rules: Vec<Rule> = nodes
+        .iter()
+        .map(|&id| rule_of(graph, &graph.nodes[id]))
+        .collect::<Option<_>>()?;
+    let placed = resolve(graph, nodes, &rules, opset)?;
     let mut reads = Vec::with_capacity(nodes.len());
-    let mut shapes = Vec::with_capacity(nodes.len());
     let mut escaping = Vec::new();
     for (k, &id) in nodes.iter().enumerate() {
         let node = &graph.nodes[id];
-        let rule = rule_of(graph, node)?;
         let out = node.outputs[0]?;
-        let shape: [i64; 4] = shape_of(graph, out)?.try_into().ok()?;
         let value = &graph.values[out];
         let outside = |c: &NodeId| !position.contains_key(c) && !is_foldable_shape(graph, *c);
         if value.is_output || value.consumers.iter().any(outside) {
@@ -169,8 +204,9 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
         } else if value.consumers.is_empty() {
             return None;
         }
+        let wanted = input_layouts(graph, node, &rules[k], placed[k], opset)?;
         let mut node_reads = Vec::with_capacity(node.inputs.len());
-        for (i, input) in node.inputs.iter().enumerate() {
+        for (input, want) in node.inputs.iter().zip(wanted) {
             let Some(v) = *input else {
                 node_reads.push(Read::Absent);
                 continue;
@@ -178,44 +214,128 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId]) -> Option<Chain> {
             let inside = graph.values[v]
                 .producer
                 .and_then(|p| position.get(&p).copied());
-            let spatial_role = match rule {
-                Rule::Pointwise(Inputs::All) => true,
-                Rule::Pointwise(Inputs::First) | Rule::Window(_) | Rule::Upsample(_) => i == 0,
-            };
-            let read = if !spatial_role {
-                if inside.is_some() {
-                    return None;
-                }
-                Read::Whole
-            } else {
-                let dims = shape_of(graph, v)?;
-                let spatial = match rule {
-                    Rule::Window(_) | Rule::Upsample(_) => dims.len() == 4,
-                    _ => dims.len() == 4 && dims[2..] == shape[2..],
-                };
-                match (inside, spatial) {
-                    (Some(j), true) => Read::Inside(j),
-                    (None, true) => Read::Outside,
-                    (None, false) if broadcasts(&dims) => Read::Whole,
-                    _ => return None,
-                }
-            };
-            node_reads.push(read);
+            node_reads.push(match (want, inside) {
+                (None, None) => Read::Whole,
+                (Some(l), Some(j)) if placed[j].0 == l => Read::Inside(j),
+                (Some(l), None) => Read::Outside(l),
+                _ => return None,
+            });
         }
-        rules.push(rule);
         reads.push(node_reads);
-        shapes.push(shape);
     }
     let (&last, extra) = escaping.split_last()?;
     Some(Chain {
         nodes: nodes.to_vec(),
         rules,
         reads,
-        shapes,
+        layouts: placed.iter().map(|p| p.0).collect(),
+        grids: placed.iter().map(|p| p.1).collect(),
         last,
         output: graph.nodes[nodes[last]].outputs[0]?,
         extra: extra.to_vec(),
     })
+}
+
+/// The layout a chain node reads each input in, `None` for inputs read whole (or absent); the
+/// node makes its output placed as `(layout, grid)`. `None` when an input can be neither.
+fn input_layouts(
+    graph: &Graph,
+    node: &crate::ir::Node,
+    rule: &Rule,
+    (layout, grid): (Layout, [i64; 2]),
+    opset: i64,
+) -> Option<Vec<Option<Layout>>> {
+    let first_only = |l: Layout| {
+        let mut wanted = vec![None; node.inputs.len()];
+        wanted[0] = Some(l);
+        wanted
+    };
+    if let Rule::Rows = rule {
+        if let Some(a) = fold_axis(graph, node) {
+            return Some(first_only(Layout::Tokens(a)));
+        }
+        if unfold_axis(graph, node).is_some() {
+            return Some(first_only(Layout::Nchw));
+        }
+    }
+    let Layout::Tokens(axis) = layout else {
+        return nchw_inputs(graph, node, rule, grid);
+    };
+    let positions = grid[0] * grid[1];
+    row_rule(graph, node, axis, opset)?
+        .reads
+        .iter()
+        .zip(&node.inputs)
+        .map(|(read, v)| match (*read, *v) {
+            (RowRead::Rows(b), Some(v)) => {
+                (shape_of(graph, v)?.get(b) == Some(&positions)).then_some(Some(Layout::Tokens(b)))
+            }
+            _ => Some(None),
+        })
+        .collect()
+}
+
+/// The NCHW reads of a node making an NCHW output of H × W `grid`: its spatial inputs (every
+/// input of a pointwise operator, input 0 of the others) NCHW, unless they broadcast along H
+/// and W; the rest whole.
+fn nchw_inputs(
+    graph: &Graph,
+    node: &crate::ir::Node,
+    rule: &Rule,
+    grid: [i64; 2],
+) -> Option<Vec<Option<Layout>>> {
+    node.inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let spatial_role = match rule {
+                Rule::Pointwise(Inputs::All) => true,
+                Rule::Pointwise(Inputs::First) | Rule::Window(_) | Rule::Upsample(_) => i == 0,
+                Rule::Rows => return None,
+            };
+            let Some(v) = *input else { return Some(None) };
+            if !spatial_role {
+                return Some(None);
+            }
+            let dims = shape_of(graph, v)?;
+            let spatial = match rule {
+                Rule::Window(_) | Rule::Upsample(_) => dims.len() == 4,
+                _ => dims.len() == 4 && dims[2..] == grid,
+            };
+            if spatial {
+                Some(Some(Layout::Nchw))
+            } else {
+                broadcasts(&dims).then_some(None)
+            }
+        })
+        .collect()
+}
+
+impl Chain {
+    /// H × W of input `i` of chain node `k`, when it is read by tiles: its producer's in the
+    /// chain; an NCHW input's own; a token-major input's, the reading node's (rows map one to
+    /// one).
+    pub fn input_grid(&self, graph: &Graph, k: usize, i: usize) -> Option<[i64; 2]> {
+        match self.reads[k][i] {
+            Read::Inside(j) => Some(self.grids[j]),
+            Read::Outside(Layout::Nchw) => {
+                let s = shape_of(graph, graph.nodes[self.nodes[k]].inputs[i]?)?;
+                (s.len() == 4).then(|| [s[2], s[3]])
+            }
+            Read::Outside(Layout::Tokens(_)) => Some(self.grids[k]),
+            Read::Absent | Read::Whole => None,
+        }
+    }
+
+    /// Whether some tensor of the chain is token-major (tiles are then bands of whole rows).
+    pub fn has_tokens(&self) -> bool {
+        self.layouts.iter().any(|l| *l != Layout::Nchw)
+            || self
+                .reads
+                .iter()
+                .flatten()
+                .any(|r| matches!(r, Read::Outside(Layout::Tokens(_))))
+    }
 }
 
 /// True when a tensor of this shape broadcasts along the last two axes (H and W) of a rank-4

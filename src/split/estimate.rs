@@ -163,9 +163,9 @@ impl ChainEstimate {
             .iter()
             .chain([&chain.last])
             .map(|&k| {
-                let s = chain.shapes[k];
+                let [h, w] = chain.grids[k];
                 let v = graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output");
-                bytes(per_position(graph, v), (s[2] * s[3]) as u64)
+                bytes(per_position(graph, v, chain.grids[k]), (h * w) as u64)
             })
             .sum();
         let mut last_use = vec![0; chain.nodes.len()];
@@ -183,21 +183,18 @@ impl ChainEstimate {
             out: chain
                 .nodes
                 .iter()
-                .map(|&n| per_position(graph, graph.nodes[n].outputs[0]?))
+                .zip(&chain.grids)
+                .map(|(&n, &grid)| per_position(graph, graph.nodes[n].outputs[0]?, grid))
                 .collect(),
             inputs: chain
                 .nodes
                 .iter()
-                .zip(&chain.reads)
-                .map(|(&n, reads)| {
-                    reads
-                        .iter()
-                        .zip(&graph.nodes[n].inputs)
-                        .map(|(read, &v)| {
-                            let v =
-                                v.filter(|_| matches!(read, Read::Inside(_) | Read::Outside))?;
-                            let s = shape_of(graph, v)?;
-                            Some((per_position(graph, v)?, [*s.get(2)?, *s.get(3)?]))
+                .enumerate()
+                .map(|(k, &n)| {
+                    (0..chain.reads[k].len())
+                        .map(|i| {
+                            let grid = chain.input_grid(graph, k, i)?;
+                            Some((per_position(graph, graph.nodes[n].inputs[i]?, grid)?, grid))
                         })
                         .collect()
                 })
@@ -257,10 +254,12 @@ impl ChainEstimate {
     }
 }
 
-/// The element type and elements per spatial position (N × C) of a rank-4 value.
-fn per_position(graph: &Graph, value: ValueId) -> Option<PerPosition> {
+/// The element type and elements per spatial position (N × C of an NCHW value) of a value
+/// whose positions are `grid`.
+fn per_position(graph: &Graph, value: ValueId, [h, w]: [i64; 2]) -> Option<PerPosition> {
     let (t, s) = (graph.values[value].tensor_type()?, shape_of(graph, value)?);
-    Some((t.dtype, s.iter().take(2).product::<i64>().max(0) as u64))
+    let elements = s.iter().product::<i64>().max(0) / (h * w).max(1);
+    Some((t.dtype, elements as u64))
 }
 
 /// Bytes of `positions` positions of a value of `sizes`.

@@ -60,17 +60,15 @@ fn weight_shape(graph: &Graph, node: &Node) -> Option<Vec<i64>> {
         .and_then(|v| shape_of(graph, v))
 }
 
-/// Multiply-accumulates per output position (one row × column, all batches and channels) of
-/// a Conv or FusedConv: the output's batch × channels × input channels per group × kernel.
-pub fn conv_macs_per_position(graph: &Graph, node: &Node) -> u64 {
-    let out = node.outputs[0].and_then(|v| shape_of(graph, v));
-    let weight = weight_shape(graph, node);
-    match (out, weight) {
-        (Some(out), Some(w)) if out.len() == 4 && w.len() == 4 && is_conv(node) => {
-            (out[0] * out[1] * w[1] * w[2] * w[3]).max(0) as u64
-        }
-        _ => 0,
+/// Multiply-accumulates per output position (one of the output's H × W `grid`, every batch
+/// and channel) of a node whose work follows its output positions: Conv and FusedConv, and
+/// MatMul and Gemm over token-major rows ([`node_macs`] over the positions); 0 for other
+/// operators (a ConvTranspose's work follows its input, see [`input_macs_per_position`]).
+pub fn macs_per_position(graph: &Graph, node: &Node, [h, w]: [i64; 2]) -> u64 {
+    if node.op_type == "ConvTranspose" {
+        return 0;
     }
+    node_macs(graph, node) / (h * w).max(1) as u64
 }
 
 /// Multiply-accumulates per input position (one row × column, all batches and channels) of a

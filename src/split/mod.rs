@@ -14,6 +14,7 @@ pub mod bands;
 pub mod chain;
 pub mod estimate;
 pub mod glue;
+pub mod layout;
 pub mod macs;
 pub mod region;
 pub mod rewrite;

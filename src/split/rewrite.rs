@@ -7,7 +7,8 @@ use std::collections::{HashMap, HashSet};
 use super::bands::{mark_scatters, scatter_inputs};
 use super::chain::{Chain, Read, is_foldable_shape};
 use super::glue::{Glue, ints_attribute, splice};
-use super::region::{Region, Span, full};
+use super::layout::Layout;
+use super::region::{Region, Span, area, full};
 use super::rules::{Rule, shape_of};
 use super::tiling::Tiling;
 use super::upsample::{Upsample, UpsampleKind};
@@ -65,7 +66,10 @@ pub fn rewrite(
     let outputs: Vec<usize> = chain.extra.iter().copied().chain([chain.last]).collect();
     let mut assembly: Vec<Assembly> = outputs
         .iter()
-        .map(|&k| Assembly::new(&graph.values[output_of(graph, chain, k)].name))
+        .map(|&k| {
+            let name = &graph.values[output_of(graph, chain, k)].name;
+            Assembly::new(name, chain.layouts[k].concat_axes())
+        })
         .collect();
     for tile in &tiling.tiles {
         let tag = format!("t{}_{}", tile.at[0], tile.at[1]);
@@ -76,41 +80,45 @@ pub fn rewrite(
             let mut inputs = Vec::with_capacity(node.inputs.len());
             let mut pads = None;
             for (i, read) in chain.reads[k].iter().enumerate() {
-                let name = match *read {
-                    Read::Absent => String::new(),
-                    Read::Whole => graph.values[node.inputs[i].expect("present")].name.clone(),
-                    Read::Outside | Read::Inside(_) => {
-                        let need = tile.reads[k][i].expect("spatial inputs have a region");
-                        let (source, held, h, w) = match *read {
-                            Read::Inside(j) => {
-                                let s = chain.shapes[j];
-                                (made[j].clone(), tile.computed[j], s[2], s[3])
-                            }
-                            _ => {
-                                let v = node.inputs[i].expect("present");
-                                let s = shape_of(graph, v).expect("chain inputs have shapes");
-                                (graph.values[v].name.clone(), full(s[2], s[3]), s[2], s[3])
-                            }
-                        };
-                        let want = [need[0].clip(h), need[1].clip(w)];
-                        if i == 0 {
-                            pads = Some(pads_of(need, want));
-                        }
-                        if want == held && !bands.contains_key(&source) {
-                            source
-                        } else {
-                            let key = (source.clone(), want);
-                            match slices.get(&key) {
-                                Some(name) => name.clone(),
+                let input = node.inputs[i];
+                let (source, held, layout) = match *read {
+                    Read::Absent => {
+                        inputs.push(String::new());
+                        continue;
+                    }
+                    Read::Whole => {
+                        inputs.push(graph.values[input.expect("present")].name.clone());
+                        continue;
+                    }
+                    Read::Inside(j) => (made[j].clone(), tile.computed[j], chain.layouts[j]),
+                    Read::Outside(layout) => {
+                        let grid = chain.input_grid(graph, k, i).expect("tiles read a grid");
+                        let name = graph.values[input.expect("present")].name.clone();
+                        (name, full(grid[0], grid[1]), layout)
+                    }
+                };
+                let need = tile.reads[k][i].expect("spatial inputs have a region");
+                let [h, w] = chain.input_grid(graph, k, i).expect("tiles read a grid");
+                let want = [need[0].clip(h), need[1].clip(w)];
+                if i == 0 {
+                    pads = Some(pads_of(need, want));
+                }
+                let name = if want == held && !bands.contains_key(&source) {
+                    source
+                } else {
+                    let key = (source.clone(), want);
+                    match slices.get(&key) {
+                        Some(name) => name.clone(),
+                        None => {
+                            let name = match bands.get(&source) {
+                                Some(bands) => bands.read(&mut b, &source, want, &tag),
                                 None => {
-                                    let name = match bands.get(&source) {
-                                        Some(bands) => bands.read(&mut b, &source, want, &tag),
-                                        None => b.slice(&source, slice_bounds(held, want), &tag),
-                                    };
-                                    slices.insert(key, name.clone());
-                                    name
+                                    let bounds = slice_bounds(layout, held, want);
+                                    b.slice(&source, bounds, &tag)
                                 }
-                            }
+                            };
+                            slices.insert(key, name.clone());
+                            name
                         }
                     }
                 };
@@ -143,18 +151,20 @@ pub fn rewrite(
                     attribute.push(ints_attribute("pads", p.to_vec()));
                 }
                 (Rule::Upsample(up), _) => {
-                    upsample_copy(
-                        &mut b,
-                        node,
-                        up,
-                        chain.shapes[k],
-                        tile.produced[k],
-                        &mut inputs,
-                    );
+                    let shape = shape_of(graph, output_of(graph, chain, k))
+                        .expect("chain outputs have shapes");
+                    upsample_copy(&mut b, node, up, &shape, tile.produced[k], &mut inputs);
                     if up.kind == UpsampleKind::ConvTranspose {
                         // The copy runs unpadded; the crop below takes the padding off.
                         attribute.retain(|a| a.name() != "pads" && a.name() != "auto_pad");
                     }
+                }
+                (Rule::Rows, _) if node.op_type == "Reshape" => {
+                    // The copy's own shape: the tile's positions on the output's axes.
+                    let shape = shape_of(graph, output_of(graph, chain, k))
+                        .expect("chain outputs have shapes");
+                    let target = tile_shape(shape, chain.layouts[k], tile.produced[k]);
+                    inputs[1] = b.constant(target);
                 }
                 _ => {}
             }
@@ -169,7 +179,8 @@ pub fn rewrite(
             let kept = if tile.produced[k] == tile.computed[k] {
                 out
             } else {
-                b.slice(&out, slice_bounds(tile.produced[k], tile.computed[k]), &tag)
+                let bounds = slice_bounds(chain.layouts[k], tile.produced[k], tile.computed[k]);
+                b.slice(&out, bounds, &tag)
             };
             made.push(kept);
         }
@@ -182,7 +193,8 @@ pub fn rewrite(
             let result = if part == tile.computed[k] {
                 made[k].clone()
             } else {
-                b.slice(&made[k], slice_bounds(tile.computed[k], part), &tag)
+                let bounds = slice_bounds(chain.layouts[k], tile.computed[k], part);
+                b.slice(&made[k], bounds, &tag)
             };
             assembly[o].push(&mut b, result, tile.at[0], tiling.grid);
         }
@@ -232,13 +244,35 @@ fn pads_of(need: Region, want: Region) -> [i64; 4] {
     ]
 }
 
-/// The Slice bounds (starts, ends, axes H and W) cutting `want` out of a tensor holding
-/// `held`.
-pub(super) fn slice_bounds(held: Region, want: Region) -> [Vec<i64>; 3] {
+/// The Slice bounds (starts, ends, axes) cutting `want` out of a tensor laid out as `layout`
+/// holding `held`: H and W of an NCHW tensor; of a token-major one, the tokens of the rows
+/// (both regions span every column, `held`'s width).
+pub(super) fn slice_bounds(layout: Layout, held: Region, want: Region) -> [Vec<i64>; 3] {
     let rel = |s: Span, h: Span| [s.start - h.start, s.end - h.start];
     let [h0, h1] = rel(want[0], held[0]);
-    let [w0, w1] = rel(want[1], held[1]);
-    [vec![h0, w0], vec![h1, w1], vec![2, 3]]
+    match layout {
+        Layout::Nchw => {
+            let [w0, w1] = rel(want[1], held[1]);
+            [vec![h0, w0], vec![h1, w1], vec![2, 3]]
+        }
+        Layout::Tokens(axis) => {
+            let width = held[1].len();
+            [vec![h0 * width], vec![h1 * width], vec![axis as i64]]
+        }
+    }
+}
+
+/// The shape of a tile copy's output: `shape` with the positions of `region` on the axes
+/// `layout` keeps them.
+fn tile_shape(mut shape: Vec<i64>, layout: Layout, region: Region) -> Vec<i64> {
+    match layout {
+        Layout::Nchw => {
+            shape[2] = region[0].len();
+            shape[3] = region[1].len();
+        }
+        Layout::Tokens(axis) => shape[axis] = area(region),
+    }
+    shape
 }
 
 /// The value chain node `k` makes.
@@ -253,7 +287,7 @@ fn upsample_copy(
     b: &mut Glue,
     node: &Node,
     up: &Upsample,
-    shape: [i64; 4],
+    shape: &[i64],
     produced: Region,
     inputs: &mut [String],
 ) {
@@ -275,14 +309,17 @@ fn upsample_copy(
 /// (a row strip), then a Concat along H of the strips, under the output's own name.
 struct Assembly {
     name: String,
+    /// The axes holding H and W.
+    axes: [i64; 2],
     row: Vec<String>,
     strips: Vec<String>,
 }
 
 impl Assembly {
-    fn new(name: &str) -> Assembly {
+    fn new(name: &str, axes: [i64; 2]) -> Assembly {
         Assembly {
             name: name.to_string(),
+            axes,
             row: Vec::new(),
             strips: Vec::new(),
         }
@@ -304,14 +341,14 @@ impl Assembly {
         } else {
             b.fresh(&self.name, &format!("row{at_row}"))
         };
-        b.concat(row, 3, &strip);
+        b.concat(row, self.axes[1], &strip);
         self.strips.push(strip);
     }
 
     /// Concatenates the strips into the output (a single strip already is it).
     fn finish(self, b: &mut Glue, grid: [usize; 2]) {
         if grid[0] > 1 {
-            b.concat(self.strips, 2, &self.name);
+            b.concat(self.strips, self.axes[0], &self.name);
         }
     }
 }

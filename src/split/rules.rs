@@ -3,6 +3,7 @@
 
 use super::macs::is_conv;
 use super::region::{Region, Span};
+use super::rows::rules::REDUCTIONS;
 use super::upsample::{self, Upsample};
 use crate::ir::{Graph, Node, concrete};
 
@@ -20,6 +21,12 @@ pub enum Rule {
     /// An upsampling of input 0 (Resize by whole factors, ConvTranspose): each tile runs it
     /// on the input its part needs and crops the part; the other inputs are read whole.
     Upsample(Upsample),
+    /// A token-major operator of the row table (MatMul or Gemm over rows, a normalisation,
+    /// Softmax or reduction over other axes, Transpose, Reshape...) or a Reshape between a
+    /// token axis and H × W: output position (h, w) reads the same position of the inputs the
+    /// row table reads by rows, the others whole. Which axis holds the positions the chain
+    /// resolves ([`super::layout`]).
+    Rows,
 }
 
 /// Which inputs of a pointwise operator carry the split axes.
@@ -139,6 +146,31 @@ pub(super) const ELEMENTWISE: &[&str] = &[
 /// the last axis, so the spatial split takes them only without one).
 pub(super) const MICROSOFT_ELEMENTWISE: &[&str] = &["Gelu", "FastGelu", "BiasGelu", "QuickGelu"];
 
+/// Token-major operators of the default domain that may join a chain (see [`Rule::Rows`]),
+/// besides the reductions.
+const ROWS: &[&str] = &[
+    "MatMul",
+    "Gemm",
+    "LayerNormalization",
+    "Softmax",
+    "LogSoftmax",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Reshape",
+    "Flatten",
+];
+
+/// Token-major operators of onnxruntime's domain that may join a chain.
+const MICROSOFT_ROWS: &[&str] = &[
+    "FusedMatMul",
+    "SimplifiedLayerNormalization",
+    "Gelu",
+    "FastGelu",
+    "BiasGelu",
+    "QuickGelu",
+];
+
 /// The split rule of a node, or `None` when the node cannot be part of a chain. Every spatial
 /// tensor involved must be rank 4 (NCHW) with a known shape, and the node must have one output.
 pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
@@ -148,7 +180,9 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     let fused_activation = node.domain == "com.microsoft"
         && MICROSOFT_ELEMENTWISE.contains(&node.op_type.as_str())
         && node.inputs.iter().flatten().count() == 1;
-    if (!node.domain.is_empty() && !fused_conv && !fused_activation)
+    let microsoft_rows =
+        node.domain == "com.microsoft" && MICROSOFT_ROWS.contains(&node.op_type.as_str());
+    if (!node.domain.is_empty() && !fused_conv && !fused_activation && !microsoft_rows)
         || node.outputs.iter().flatten().count() != 1
     {
         return None;
@@ -160,6 +194,7 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     match op {
         _ if fused_conv => window(graph, node).map(Rule::Window),
         _ if fused_activation => Some(Rule::Pointwise(Inputs::All)),
+        _ if microsoft_rows => Some(Rule::Rows),
         "Conv" | "MaxPool" | "AveragePool" => window(graph, node).map(Rule::Window),
         "Pad" => pad(graph, node).map(Rule::Window),
         "Resize" => upsample::resize(graph, node).map(Rule::Upsample),
@@ -171,6 +206,7 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
             Some(Rule::Pointwise(Inputs::All))
         }
         _ if ELEMENTWISE.contains(&op) => Some(Rule::Pointwise(Inputs::All)),
+        _ if ROWS.contains(&op) || REDUCTIONS.contains(&op) => Some(Rule::Rows),
         _ => None,
     }
 }

@@ -496,6 +496,7 @@ fn candidates(
     let budget = options.budget;
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
+    let opset = planned.model.opsets.version("").unwrap_or(1);
     let peak = live.iter().copied().max().unwrap_or(0);
     let operands = budget.map(|_| step_operands(graph, &planned.table));
     let over: Vec<usize> = match (budget, &operands) {
@@ -583,7 +584,8 @@ fn candidates(
             });
             Ok(true)
         };
-        walk_chains_around(graph, order, step, &allowed, longest, &mut visit)?;
+        let limits = (longest, opset);
+        walk_chains_around(graph, order, step, &allowed, limits, &mut visit)?;
     }
     found.extend(
         rows::candidates(planned, (live, &rows_hot), &allowed, spend)?
@@ -641,7 +643,8 @@ fn record(
         .enumerate()
         .map(|(k, &n)| {
             let (node, op_type) = source_label(graph, origin, labels, n);
-            let per_position = super::macs::conv_macs_per_position(graph, &graph.nodes[n]);
+            let per_position =
+                super::macs::macs_per_position(graph, &graph.nodes[n], chain.grids[k]);
             SplitNode {
                 node,
                 op_type,
@@ -650,6 +653,7 @@ fn record(
                 halo: tiling.halo[k],
                 extra_macs: per_position * tiling.halo[k].max(0) as u64,
                 axis: None,
+                token_axis: token_axis(chain.layouts[k]),
             }
         })
         .collect();
@@ -659,9 +663,18 @@ fn record(
         tiles: tiling.tiles.iter().map(|t| region(t.part)).collect(),
         extra_macs: tiling.extra_macs,
         axis: None,
+        token_axis: token_axis(chain.layouts[chain.last]),
         arena_after,
         nodes,
         glue: parts.glue.clone(),
+    }
+}
+
+/// The token axis of a token-major layout.
+fn token_axis(layout: super::layout::Layout) -> Option<usize> {
+    match layout {
+        super::layout::Layout::Tokens(axis) => Some(axis),
+        super::layout::Layout::Nchw => None,
     }
 }
 

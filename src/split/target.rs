@@ -112,6 +112,7 @@ pub fn target(
     };
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
+    let opset = planned.model.opsets.version("").unwrap_or(1);
     let mut levels: Vec<u64> = live.to_vec();
     levels.sort_unstable_by(|a, b| b.cmp(a));
     levels.dedup();
@@ -140,7 +141,8 @@ pub fn target(
                 graded.insert(steps, g);
                 Ok(fits)
             };
-            match walk_chains_around(graph, order, step, allowed, MAX_CHAIN_NODES, &mut visit) {
+            let limits = (MAX_CHAIN_NODES, opset);
+            match walk_chains_around(graph, order, step, allowed, limits, &mut visit) {
                 Ok(()) => {}
                 Err(Spent) if capped.get() => break 'levels,
                 Err(spent) => return Err(spent),

@@ -2,7 +2,7 @@
 //! field of the tile's part of the output), the halo it recomputes and the extra MACs.
 
 use super::chain::{Chain, Read};
-use super::macs::{conv_macs_per_position, input_macs_per_position};
+use super::macs::{input_macs_per_position, macs_per_position};
 use super::region::{Region, Span, full, hull};
 use super::rules::{Rule, shape_of};
 use crate::ir::Graph;
@@ -56,9 +56,12 @@ pub fn tile_within(
     grid: [usize; 2],
     max_macs: u64,
 ) -> Option<Tiling> {
-    let out = chain.shapes[chain.last];
-    let (h, w) = (out[2], out[3]);
+    let [h, w] = chain.grids[chain.last];
     if grid[0] as i64 > h || grid[1] as i64 > w || grid.contains(&0) {
+        return None;
+    }
+    // A token-major tensor holds a band of whole rows as one range of tokens.
+    if grid[1] > 1 && chain.has_tokens() {
         return None;
     }
     let rows = Span::parts(h, grid[0] as i64);
@@ -66,11 +69,11 @@ pub fn tile_within(
     // The other outputs are cut in proportion to the grid, every part non-empty.
     let mut extra_rows = Vec::with_capacity(chain.extra.len());
     for &k in &chain.extra {
-        let s = chain.shapes[k];
-        extra_rows.push([scaled(&rows, h, s[2])?, scaled(&cols, w, s[3])?]);
+        let [eh, ew] = chain.grids[k];
+        extra_rows.push([scaled(&rows, h, eh)?, scaled(&cols, w, ew)?]);
     }
     // Row strips (every column) and column strips (every row).
-    let whole = |k: usize| full(chain.shapes[k][2], chain.shapes[k][3]);
+    let whole = |k: usize| full(chain.grids[k][0], chain.grids[k][1]);
     let strips = |axis: usize, spans: &[Span]| -> Option<Vec<Tile>> {
         spans
             .iter()
@@ -103,11 +106,11 @@ pub fn tile_within(
     let mut halo = vec![0; chain.nodes.len()];
     let mut extra_macs = 0u64;
     for (k, &id) in chain.nodes.iter().enumerate() {
-        let s = chain.shapes[k];
-        halo[k] = total(&row_strips, 0, k) * total(&col_strips, 1, k) - s[2] * s[3];
+        let [kh, kw] = chain.grids[k];
+        halo[k] = total(&row_strips, 0, k) * total(&col_strips, 1, k) - kh * kw;
         let node = &graph.nodes[id];
-        extra_macs =
-            extra_macs.saturating_add(conv_macs_per_position(graph, node) * halo[k].max(0) as u64);
+        let per_position = macs_per_position(graph, node, chain.grids[k]);
+        extra_macs = extra_macs.saturating_add(per_position * halo[k].max(0) as u64);
         if let (Rule::Upsample(_), Some(input)) = (&chain.rules[k], node.inputs[0]) {
             // A ConvTranspose's work follows the input positions each copy reads.
             let s = shape_of(graph, input).unwrap_or_default();
@@ -175,13 +178,12 @@ fn cross(row: &Tile, col: &Tile, at: [usize; 2]) -> Tile {
 /// True when a node of the strip reads nothing but padding along `axis` (a strip within a
 /// `Pad`'s border): its copies would read empty slices.
 fn reads_only_padding(graph: &Graph, chain: &Chain, strip: &Tile, axis: usize) -> bool {
-    chain.nodes.iter().enumerate().any(|(k, &id)| {
-        let inputs = &graph.nodes[id].inputs;
-        strip.reads[k].iter().zip(inputs).any(|(read, input)| {
-            let (Some(r), Some(s)) = (read, input.and_then(|v| shape_of(graph, v))) else {
+    (0..chain.nodes.len()).any(|k| {
+        strip.reads[k].iter().enumerate().any(|(i, read)| {
+            let (Some(r), Some(size)) = (read, chain.input_grid(graph, k, i)) else {
                 return false;
             };
-            s.len() == 4 && r[axis].clip(s[2 + axis]).is_empty()
+            r[axis].clip(size[axis]).is_empty()
         })
     })
 }
@@ -219,11 +221,11 @@ fn propagate(chain: &Chain, at: [usize; 2], part: Region, extra: Vec<Region>) ->
                     (Read::Absent | Read::Whole, _) => return None,
                     (_, Rule::Window(window)) => window.need(region),
                     (_, Rule::Upsample(up)) => up.need(region),
-                    (_, Rule::Pointwise(_)) => region,
+                    (_, Rule::Pointwise(_) | Rule::Rows) => region,
                 };
                 if let Read::Inside(j) = *read {
-                    let s = chain.shapes[j];
-                    let clipped = [need[0].clip(s[2]), need[1].clip(s[3])];
+                    let [jh, jw] = chain.grids[j];
+                    let clipped = [need[0].clip(jh), need[1].clip(jw)];
                     computed[j] = Some(computed[j].map_or(clipped, |c| hull(c, clipped)));
                 }
                 Some(need)

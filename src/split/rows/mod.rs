@@ -146,6 +146,7 @@ pub fn record(
                 halo: 0,
                 extra_macs: 0,
                 axis: Some(chain.axes[k]),
+                token_axis: None,
             }
         })
         .collect();
@@ -155,6 +156,7 @@ pub fn record(
         tiles,
         extra_macs: 0,
         axis: chain.axes.last().copied(),
+        token_axis: None,
         arena_after,
         nodes,
         glue: parts.glue.clone(),

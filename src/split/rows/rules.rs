@@ -38,7 +38,7 @@ pub struct RowRule {
 }
 
 /// Reductions whose reduced axes are given by `axes` (attribute, or input 1 from opset 18).
-const REDUCTIONS: &[&str] = &[
+pub(in crate::split) const REDUCTIONS: &[&str] = &[
     "ReduceMean",
     "ReduceSum",
     "ReduceMax",

@@ -1,0 +1,194 @@
+//! Spatial bands through token-major layers, on a hand-built Mix-FFN block (SegFormer's
+//! feed-forward layer): X[1,16,4] (a 4×4 grid of tokens, 4 channels) → MatMul W1 [4,16] →
+//! Add bias → Transpose [1,16,16] → Reshape [1,16,4,4] → depthwise Conv 3×3 pad 1 (group 16)
+//! → Reshape [1,16,16] → Transpose → Relu → MatMul W2 [16,4] → Add X → Y[1,16,4].
+//!
+//! Worked by hand for 2 bands of Y's 4 grid rows: band 0 makes grid rows [0,2), tokens
+//! [0,8). Relu, the Transposes and the second Reshape keep the rows; the Conv reads rows
+//! [-1,3): one row of padding above, rows [0,3) of the first Reshape's output, which are
+//! tokens [0,12) of the first Transpose, the bias Add and the first MatMul, which reads
+//! tokens [0,12) of X. Band 1 makes rows [2,4): the Conv reads [1,5), one row of padding
+//! below, so the first MatMul computes tokens [4,16). Halo: the first MatMul and its Add each
+//! compute 3 + 3 grid rows instead of 4, 2 rows × 4 columns = 8 positions more; the MatMul's
+//! 8 more positions cost 16 outputs × 4 inputs = 64 MACs each: 512 extra MACs.
+//!
+//! The rewritten model is run in onnxruntime against the original, element by element
+//! (through the venv `scripts/ort_check.sh` creates, `.ci/venv`, or `MEMPLAN_PYTHON`; the test
+//! says so and skips that part when neither has onnxruntime).
+
+mod common;
+
+use common::{compare_in_onnxruntime, float_info, int_init, model, node, wave_init, write_model};
+use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribute_proto};
+use onnx_memplan::pipeline::load_typed;
+use onnx_memplan::split::chain::chain_of;
+use onnx_memplan::split::layout::Layout;
+use onnx_memplan::split::region::Span;
+use onnx_memplan::split::rewrite::rewrite;
+use onnx_memplan::split::tiling::tile;
+
+fn ints(name: &str, values: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attribute_proto::AttributeType::Ints as i32),
+        ints: values.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn int(name: &str, value: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attribute_proto::AttributeType::Int as i32),
+        i: Some(value),
+        ..Default::default()
+    }
+}
+
+/// The Mix-FFN block on an `h`×`w` grid of tokens with `c` channels and `4c` hidden.
+fn mix_ffn(h: i64, w: i64, c: i64) -> ModelProto {
+    let (n, hidden) = (h * w, 4 * c);
+    let mut to_channels = node("Transpose", &["h1"], &["ht"]);
+    to_channels.attribute = vec![ints("perm", &[0, 2, 1])];
+    let mut dw = node("Conv", &["img", "wd"], &["dw"]);
+    dw.attribute = vec![
+        ints("kernel_shape", &[3, 3]),
+        ints("pads", &[1, 1, 1, 1]),
+        int("group", hidden),
+    ];
+    let mut to_tokens = node("Transpose", &["flat"], &["tok"]);
+    to_tokens.attribute = vec![ints("perm", &[0, 2, 1])];
+    model(GraphProto {
+        name: Some("mix_ffn".into()),
+        node: vec![
+            node("MatMul", &["x", "w1"], &["h0"]),
+            node("Add", &["h0", "b1"], &["h1"]),
+            to_channels,
+            node("Reshape", &["ht", "grid"], &["img"]),
+            dw,
+            node("Reshape", &["dw", "tokens"], &["flat"]),
+            to_tokens,
+            node("Relu", &["tok"], &["act"]),
+            node("MatMul", &["act", "w2"], &["o"]),
+            node("Add", &["o", "x"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, n, c])],
+        output: vec![float_info("y", &[1, n, c])],
+        initializer: vec![
+            wave_init("w1", &[c, hidden], 1.0),
+            wave_init("b1", &[hidden], 2.0),
+            wave_init("wd", &[hidden, 1, 3, 3], 3.0),
+            wave_init("w2", &[hidden, c], 4.0),
+            int_init("grid", &[4], &[1, hidden, h, w]),
+            int_init("tokens", &[3], &[1, hidden, n]),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn mix_ffn_in_two_bands_worked_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("mix_ffn.onnx");
+    write_model(&mix_ffn(4, 4, 4), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = chain_of(graph, &order, 17).expect("the ten nodes form a chain");
+    assert_eq!(graph.values[chain.output].name, "y");
+    // Tokens on axis 1 of X's [1,16,·], axis 2 after the Transpose; NCHW around the Conv.
+    let tokens = |a| Layout::Tokens(a);
+    assert_eq!(
+        chain.layouts,
+        [
+            tokens(1),
+            tokens(1),
+            tokens(2),
+            Layout::Nchw,
+            Layout::Nchw,
+            tokens(2),
+            tokens(1),
+            tokens(1),
+            tokens(1),
+            tokens(1)
+        ]
+    );
+    assert!(chain.grids.iter().all(|&g| g == [4, 4]));
+    // Bands of whole rows only: a column cut is no range of tokens.
+    assert!(tile(graph, &chain, [2, 2]).is_none());
+    let tiling = tile(graph, &chain, [2, 1]).unwrap();
+
+    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    // Band 0: the first MatMul, Add, Transpose and Reshape rows [0,3); the rest [0,2).
+    for k in 0..4 {
+        assert_eq!(rows(0, k), Span::new(0, 3), "node {k}");
+        assert_eq!(rows(1, k), Span::new(1, 4), "node {k}");
+    }
+    for k in 4..10 {
+        assert_eq!(rows(0, k), Span::new(0, 2), "node {k}");
+        assert_eq!(rows(1, k), Span::new(2, 4), "node {k}");
+    }
+    // The Conv reads rows [-1,3) and [1,5): one row of padding each.
+    assert_eq!(tiling.tiles[0].reads[4][0].unwrap()[0], Span::new(-1, 3));
+    assert_eq!(tiling.tiles[1].reads[4][0].unwrap()[0], Span::new(1, 5));
+    assert_eq!(tiling.halo, vec![8, 8, 8, 8, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(tiling.extra_macs, 512);
+
+    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", false);
+    assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 2));
+    let split = dir.path().join("mix_ffn.split.onnx");
+    write_model(&rewritten.model, &split);
+    // Band 0's first MatMul reads tokens [0,12) of X: [1,12,4]; the Conv's copies make
+    // [1,16,2,4] (two grid rows).
+    let (_, banded, _) = load_typed(&split, &Default::default()).unwrap();
+    let shapes = |op: &str| -> Vec<Vec<i64>> {
+        banded
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| n.op_type == op)
+            .map(|n| {
+                onnx_memplan::split::rules::shape_of(&banded.graph, n.outputs[0].unwrap()).unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(shapes("Conv"), vec![vec![1, 16, 2, 4]; 2]);
+    assert_eq!(shapes("MatMul")[0], vec![1, 12, 16]);
+    common::plans_and_matches(dir.path(), &original, &split);
+}
+
+/// `plan --split auto` on a wider block (a 16×16 grid, 16 channels, 64 hidden): the hidden
+/// layer's tensors ([1,256,64], 64 KiB each, two live at the Conv) set the peak; bands lower
+/// the arena within the allowance. The table records the token axis of the chain's output and
+/// of each token-major node, verifies against the annotated model, and the annotated model
+/// matches the original in onnxruntime.
+#[test]
+fn split_auto_bands_a_mix_ffn_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table) = common::plan_written(
+        dir.path(),
+        "mix_ffn",
+        &mix_ffn(16, 16, 16),
+        &["--split", "auto"],
+    );
+    let t = common::read_table(&table);
+    let splits = t.splits.as_ref().expect("a splits section");
+    assert!(!splits.chains.is_empty(), "{splits:?}");
+    assert!(
+        splits.arena_after * 3 <= splits.arena_before * 2,
+        "{} -> {}",
+        splits.arena_before,
+        splits.arena_after
+    );
+    let chain = &splits.chains[0];
+    assert_eq!(chain.token_axis, Some(1), "{chain:?}");
+    assert_eq!(chain.grid[1], 1);
+    let conv = chain.nodes.iter().find(|n| n.op_type == "Conv").unwrap();
+    assert_eq!(conv.token_axis, None);
+    let first = chain.nodes.iter().find(|n| n.op_type == "MatMul").unwrap();
+    assert_eq!(first.token_axis, Some(1));
+    assert!(splits.extra_macs * 10 <= splits.total_macs, "{splits:?}");
+    let annotated = dir.path().join("mix_ffn.memplan.onnx");
+    common::assert_verifies(&annotated, &table);
+    compare_in_onnxruntime(&path, &annotated);
+}
