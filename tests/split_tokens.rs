@@ -1,4 +1,4 @@
-//! Spatial bands through token-major layers, on a hand-built Mix-FFN block (SegFormer's
+//! Spatial bands through token-major and channels-last layers. First on a hand-built Mix-FFN block (SegFormer's
 //! feed-forward layer): X[1,16,4] (a 4×4 grid of tokens, 4 channels) → MatMul W1 [4,16] →
 //! Add bias → Transpose [1,16,16] → Reshape [1,16,4,4] → depthwise Conv 3×3 pad 1 (group 16)
 //! → Reshape [1,16,16] → Transpose → Relu → MatMul W2 [16,4] → Add X → Y[1,16,4].
@@ -12,7 +12,10 @@
 //! compute 3 + 3 grid rows instead of 4, 2 rows × 4 columns = 8 positions more; the MatMul's
 //! 8 more positions cost 16 outputs × 4 inputs = 64 MACs each: 512 extra MACs.
 //!
-//! The rewritten model is run in onnxruntime against the original, element by element
+//! Then on a ConvNeXt block as onnxruntime's optimizer saves it (channels-last, each Linear a
+//! Gemm between Reshapes that flatten H and W into one axis), worked by hand in its test.
+//!
+//! The rewritten models are run in onnxruntime against the original, element by element
 //! (through the venv `scripts/ort_check.sh` creates, `.ci/venv`, or `MEMPLAN_PYTHON`; the test
 //! says so and skips that part when neither has onnxruntime).
 
@@ -22,7 +25,7 @@ use common::{compare_in_onnxruntime, float_info, int_init, model, node, wave_ini
 use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribute_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
-use onnx_memplan::split::layout::Layout;
+use onnx_memplan::split::layout::{Layout, NCHW};
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rewrite::rewrite;
 use onnx_memplan::split::tiling::tile;
@@ -104,8 +107,8 @@ fn mix_ffn_in_two_bands_worked_by_hand() {
             tokens(1),
             tokens(1),
             tokens(2),
-            Layout::Nchw,
-            Layout::Nchw,
+            NCHW,
+            NCHW,
             tokens(2),
             tokens(1),
             tokens(1),
@@ -191,4 +194,103 @@ fn split_auto_bands_a_mix_ffn_block() {
     let annotated = dir.path().join("mix_ffn.memplan.onnx");
     common::assert_verifies(&annotated, &table);
     compare_in_onnxruntime(&path, &annotated);
+}
+
+/// A ConvNeXt block on X[1,8,8,8] in onnxruntime's form: depthwise Conv 3×3 pad 1 → Transpose
+/// to [1,8,8,8] channels-last → LayerNormalization over C → Reshape [64,8] → Gemm (W [8,32],
+/// bias) → Reshape [1,8,8,32] → Relu → Reshape [64,32] → Gemm (W [32,8]) → Reshape [1,8,8,8]
+/// → Transpose back → Add X → Y.
+fn convnext_block() -> ModelProto {
+    let transpose = |from: &str, to: &str, perm: &[i64]| {
+        let mut t = node("Transpose", &[from], &[to]);
+        t.attribute = vec![ints("perm", perm)];
+        t
+    };
+    let mut dw = node("Conv", &["x", "wd"], &["dw"]);
+    dw.attribute = vec![
+        ints("kernel_shape", &[3, 3]),
+        ints("pads", &[1, 1, 1, 1]),
+        int("group", 8),
+    ];
+    let mut norm = node("LayerNormalization", &["nhwc", "gamma", "beta"], &["ln"]);
+    norm.attribute = vec![int("axis", -1)];
+    model(GraphProto {
+        name: Some("convnext_block".into()),
+        node: vec![
+            dw,
+            transpose("dw", "nhwc", &[0, 2, 3, 1]),
+            norm,
+            node("Reshape", &["ln", "flat8"], &["rows1"]),
+            node("Gemm", &["rows1", "w1", "b1"], &["g1"]),
+            node("Reshape", &["g1", "grid32"], &["h1"]),
+            node("Relu", &["h1"], &["act"]),
+            node("Reshape", &["act", "flat32"], &["rows2"]),
+            node("Gemm", &["rows2", "w2"], &["g2"]),
+            node("Reshape", &["g2", "grid8"], &["h2"]),
+            transpose("h2", "back", &[0, 3, 1, 2]),
+            node("Add", &["back", "x"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, 8, 8, 8])],
+        output: vec![float_info("y", &[1, 8, 8, 8])],
+        initializer: vec![
+            wave_init("wd", &[8, 1, 3, 3], 1.0),
+            wave_init("gamma", &[8], 2.0),
+            wave_init("beta", &[8], 3.0),
+            wave_init("w1", &[8, 32], 4.0),
+            wave_init("b1", &[32], 5.0),
+            wave_init("w2", &[32, 8], 6.0),
+            int_init("flat8", &[2], &[64, 8]),
+            int_init("grid32", &[4], &[1, 8, 8, 32]),
+            int_init("flat32", &[2], &[64, 32]),
+            int_init("grid8", &[4], &[1, 8, 8, 8]),
+        ],
+        ..Default::default()
+    })
+}
+
+/// Worked by hand: the Conv is NCHW; the first Transpose puts H and W on axes 1 and 2, which
+/// the LayerNorm (over C) keeps; each Reshape to `[64, C]` merges them into token axis 0 of
+/// the Gemm, and the Reshape after it splits them again; the last Transpose brings back NCHW
+/// for the residual Add. In 2 bands of Y's 8 rows, every node computes its band's 4 rows and
+/// the Conv reads X rows [-1,5) and [3,9) (X is made outside the chain): no halo, no extra
+/// MACs.
+#[test]
+fn convnext_block_in_two_bands_through_gemm_reshapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("convnext_block.onnx");
+    write_model(&convnext_block(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = chain_of(graph, &order, 17).expect("the twelve nodes form a chain");
+    let last = Layout::Grid([1, 2]);
+    let tokens = Layout::Tokens(0);
+    assert_eq!(
+        chain.layouts,
+        [
+            NCHW, last, last, tokens, tokens, last, last, tokens, tokens, last, NCHW, NCHW
+        ]
+    );
+    assert!(tile(graph, &chain, [2, 2]).is_none());
+    let tiling = tile(graph, &chain, [2, 1]).unwrap();
+    for (t, rows) in [Span::new(0, 4), Span::new(4, 8)].into_iter().enumerate() {
+        assert!(tiling.tiles[t].computed.iter().all(|r| r[0] == rows));
+    }
+    assert_eq!(tiling.tiles[0].reads[0][0].unwrap()[0], Span::new(-1, 5));
+    assert_eq!(tiling.tiles[1].reads[0][0].unwrap()[0], Span::new(3, 9));
+    assert_eq!(tiling.extra_macs, 0);
+    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", false);
+    let split = dir.path().join("convnext_block.split.onnx");
+    write_model(&rewritten.model, &split);
+    // Each band's first Gemm reads [32, 8]: 4 rows of 8 positions.
+    let (_, banded, _) = load_typed(&split, &Default::default()).unwrap();
+    let gemm_inputs: Vec<Vec<i64>> = banded
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| n.op_type == "Gemm")
+        .map(|n| onnx_memplan::split::rules::shape_of(&banded.graph, n.inputs[0].unwrap()).unwrap())
+        .collect();
+    assert_eq!(gemm_inputs, [[32, 8], [32, 32], [32, 8], [32, 32]]);
+    common::plans_and_matches(dir.path(), &original, &split);
 }

@@ -196,6 +196,10 @@ pub struct SplitChain {
     /// `h·W + w`); `tiles` are then rows and columns of that H × W grid. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_axis: Option<usize>,
+    /// H/W tiles of an output whose H and W are on other axes than NCHW's (channels-last
+    /// NHWC: `[1, 2]`): those axes. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_axes: Option<[usize; 2]>,
     /// Arena bytes once this chain (and the ones before it) are split.
     pub arena_after: u64,
     /// The source model's nodes the chain replaces, in execution order.
@@ -227,6 +231,10 @@ pub struct SplitNode {
     /// row (regions as in `SplitChain::token_axis`). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_axis: Option<usize>,
+    /// H/W tiles of a node whose output has H and W on other axes than NCHW's: those axes.
+    /// Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_axes: Option<[usize; 2]>,
 }
 
 /// A memory tier's capacity and speed, as given by `--tier`.

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use super::chain::{Chain, Read};
 use super::glue::{Glue, int_attribute, ints_attribute, op};
-use super::layout::Layout;
+use super::layout::NCHW;
 use super::region::{Region, Span};
 use super::rewrite::slice_bounds;
 use super::rules::shape_of;
@@ -45,7 +45,7 @@ impl Bands {
             parts.push(if part == held {
                 name.clone()
             } else {
-                b.slice(name, slice_bounds(Layout::Nchw, held, part), tag)
+                b.slice(name, slice_bounds(NCHW, held, part), tag)
             });
         }
         if parts.len() == 1 {
@@ -83,7 +83,7 @@ pub fn scatter_inputs(
             };
             let value = &graph.values[v];
             let only_chain = value.consumers.iter().all(|c| chain.nodes.contains(c));
-            if *read != Read::Outside(Layout::Nchw)
+            if *read != Read::Outside(NCHW)
                 || value.kind != ValueKind::Input
                 || value.is_output
                 || !only_chain

@@ -4,8 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::layout::{Layout, fold_axis, resolve, unfold_axis};
-use super::rows::rules::{RowRead, row_rule};
+use super::layout::{Layout, NCHW, Placed, fold_axis, input_places, resolve, unfold_axis};
 use super::rules::{Inputs, Rule, rule_of, shape_of};
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -216,8 +215,8 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId], opset: i64) -> Option<Chain> {
                 .and_then(|p| position.get(&p).copied());
             node_reads.push(match (want, inside) {
                 (None, None) => Read::Whole,
-                (Some(l), Some(j)) if placed[j].0 == l => Read::Inside(j),
-                (Some(l), None) => Read::Outside(l),
+                (Some(p), Some(j)) if placed[j] == p => Read::Inside(j),
+                (Some(p), None) => Read::Outside(p.0),
                 _ => return None,
             });
         }
@@ -236,54 +235,34 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId], opset: i64) -> Option<Chain> {
     })
 }
 
-/// The layout a chain node reads each input in, `None` for inputs read whole (or absent); the
-/// node makes its output placed as `(layout, grid)`. `None` when an input can be neither.
+/// Where a chain node reads each input, `None` for inputs read whole (or absent); the node
+/// makes its output placed as `placed`. `None` when an input can be neither.
 fn input_layouts(
     graph: &Graph,
     node: &crate::ir::Node,
     rule: &Rule,
-    (layout, grid): (Layout, [i64; 2]),
+    placed: Placed,
     opset: i64,
-) -> Option<Vec<Option<Layout>>> {
-    let first_only = |l: Layout| {
-        let mut wanted = vec![None; node.inputs.len()];
-        wanted[0] = Some(l);
-        wanted
-    };
-    if let Rule::Rows = rule {
-        if let Some(a) = fold_axis(graph, node) {
-            return Some(first_only(Layout::Tokens(a)));
+) -> Option<Vec<Option<Placed>>> {
+    match rule {
+        Rule::Rows => input_places(graph, node, placed, opset),
+        Rule::Pointwise(Inputs::All) if node.op_type != "Concat" => {
+            input_places(graph, node, placed, opset)
         }
-        if unfold_axis(graph, node).is_some() {
-            return Some(first_only(Layout::Nchw));
-        }
+        _ if placed.0 == NCHW => nchw_inputs(graph, node, rule, placed.1),
+        _ => None,
     }
-    let Layout::Tokens(axis) = layout else {
-        return nchw_inputs(graph, node, rule, grid);
-    };
-    let positions = grid[0] * grid[1];
-    row_rule(graph, node, axis, opset)?
-        .reads
-        .iter()
-        .zip(&node.inputs)
-        .map(|(read, v)| match (*read, *v) {
-            (RowRead::Rows(b), Some(v)) => {
-                (shape_of(graph, v)?.get(b) == Some(&positions)).then_some(Some(Layout::Tokens(b)))
-            }
-            _ => Some(None),
-        })
-        .collect()
 }
 
-/// The NCHW reads of a node making an NCHW output of H × W `grid`: its spatial inputs (every
-/// input of a pointwise operator, input 0 of the others) NCHW, unless they broadcast along H
-/// and W; the rest whole.
+/// The NCHW reads of an NCHW operator making an output of H × W `grid`: its spatial inputs
+/// (every input of a channel Concat, input 0 of the others) NCHW, unless they broadcast along
+/// H and W; the rest whole.
 fn nchw_inputs(
     graph: &Graph,
     node: &crate::ir::Node,
     rule: &Rule,
     grid: [i64; 2],
-) -> Option<Vec<Option<Layout>>> {
+) -> Option<Vec<Option<Placed>>> {
     node.inputs
         .iter()
         .enumerate()
@@ -303,7 +282,11 @@ fn nchw_inputs(
                 _ => dims.len() == 4 && dims[2..] == grid,
             };
             if spatial {
-                Some(Some(Layout::Nchw))
+                let input_grid = match rule {
+                    Rule::Window(_) | Rule::Upsample(_) => [dims[2], dims[3]],
+                    _ => grid,
+                };
+                Some(Some((NCHW, input_grid)))
             } else {
                 broadcasts(&dims).then_some(None)
             }
@@ -318,23 +301,26 @@ impl Chain {
     pub fn input_grid(&self, graph: &Graph, k: usize, i: usize) -> Option<[i64; 2]> {
         match self.reads[k][i] {
             Read::Inside(j) => Some(self.grids[j]),
-            Read::Outside(Layout::Nchw) => {
+            Read::Outside(Layout::Grid([h, w])) => {
                 let s = shape_of(graph, graph.nodes[self.nodes[k]].inputs[i]?)?;
-                (s.len() == 4).then(|| [s[2], s[3]])
+                Some([*s.get(h)?, *s.get(w)?])
             }
             Read::Outside(Layout::Tokens(_)) => Some(self.grids[k]),
             Read::Absent | Read::Whole => None,
         }
     }
 
-    /// Whether some tensor of the chain is token-major (tiles are then bands of whole rows).
-    pub fn has_tokens(&self) -> bool {
-        self.layouts.iter().any(|l| *l != Layout::Nchw)
+    /// Whether some tensor of the chain is laid out other than NCHW (token-major, or
+    /// channels-last): such chains are cut in bands of whole rows only. A band is one range of
+    /// tokens; channels-last layers (ConvNeXt's LayerNorm and Linears) gain as much from bands
+    /// as from tiles, and tiles of their many nodes make graphs too large to search.
+    pub fn bands_only(&self) -> bool {
+        self.layouts.iter().any(|l| *l != NCHW)
             || self
                 .reads
                 .iter()
                 .flatten()
-                .any(|r| matches!(r, Read::Outside(Layout::Tokens(_))))
+                .any(|r| matches!(r, Read::Outside(l) if *l != NCHW))
     }
 }
 

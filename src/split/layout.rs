@@ -1,14 +1,16 @@
 //! Where a chain tensor keeps its H × W positions. Convolution-like operators work on NCHW
-//! tensors (H and W on axes 2 and 3). A vision transformer's layers work on token-major
-//! tensors, one axis of which holds the positions row by row (token `h·W + w`), turned into
-//! NCHW and back by Reshapes: SegFormer's Mix-FFN runs a Linear, a depthwise Conv over the
-//! tokens laid out as an image, and a Linear. A chain may hold both kinds: a tile that is a
-//! band of whole rows is a contiguous range of tokens, so token-major nodes take a band's
-//! tokens (with the halo rows a later Conv reads) as row blocks do.
+//! tensors (H and W on axes 2 and 3); ConvNeXt's blocks permute them to channels-last NHWC for
+//! a LayerNorm and Linears; a vision transformer's layers work on token-major tensors, one
+//! axis of which holds the positions row by row (token `h·W + w`), made from H × W by
+//! Reshapes and turned back by Reshapes (SegFormer's Mix-FFN runs a Linear, a depthwise Conv
+//! over the tokens laid out as an image, and a Linear; onnxruntime's Gemm fusion flattens
+//! `[1, H, W, C]` to `[H·W, C]` around each Gemm). A chain may hold every kind: a tile that is
+//! a band of whole rows is a contiguous range of tokens.
 //!
-//! The layouts are resolved over a chain from its NCHW operators, through the Reshapes between
-//! a token axis and H × W and the row table ([`super::rows::rules`]) of the token-major
-//! operators, forwards and backwards until nothing changes.
+//! The layouts are resolved over a chain from its NCHW operators, through the row table
+//! ([`super::rows::rules`]) of the other operators (each of H and W is a row axis of its own)
+//! and the Reshapes that merge H and W into one axis or split one into both, forwards and
+//! backwards until nothing changes.
 
 use std::collections::HashMap;
 
@@ -19,18 +21,21 @@ use crate::ir::{Graph, Node, NodeId, ValueId};
 /// Where a tensor keeps its positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
-    /// Rank 4: H on axis 2, W on axis 3.
-    Nchw,
+    /// H on the first of these axes, W on the second.
+    Grid([usize; 2]),
     /// One axis (this one) holds the positions row by row, token `h·W + w`.
     Tokens(usize),
 }
+
+/// The layout of NCHW tensors.
+pub const NCHW: Layout = Layout::Grid([2, 3]);
 
 impl Layout {
     /// The axes a Concat assembling parts along H (rows of tiles) and along W (columns)
     /// joins on; a token axis joins bands of whole rows only.
     pub fn concat_axes(self) -> [i64; 2] {
         match self {
-            Layout::Nchw => [2, 3],
+            Layout::Grid([h, w]) => [h as i64, w as i64],
             Layout::Tokens(a) => [a as i64, a as i64],
         }
     }
@@ -39,21 +44,43 @@ impl Layout {
 /// A tensor's layout and its H × W.
 pub type Placed = (Layout, [i64; 2]);
 
+/// The product of some dimensions.
+fn product(dims: &[i64]) -> i64 {
+    dims.iter().product()
+}
+
 /// The axis `a` of `shape` that holds `n` positions with `before` elements before it and
-/// none after it; `None` when there is none or `n < 2`.
-fn token_axis(shape: &[i64], n: i64, before: i64) -> Option<usize> {
+/// `after` after it; `None` when there is none or `n < 2`.
+fn token_axis(shape: &[i64], n: i64, [before, after]: [i64; 2]) -> Option<usize> {
     if n < 2 {
         return None;
     }
     (0..shape.len()).find(|&a| {
-        shape[a] == n
-            && shape[..a].iter().product::<i64>() == before
-            && shape[a + 1..].iter().product::<i64>() == 1
+        shape[a] == n && product(&shape[..a]) == before && product(&shape[a + 1..]) == after
     })
 }
 
+/// The adjacent axes `[h, h + 1]` of `shape` that hold a `grid` with `before` elements before
+/// them and `after` after them.
+fn grid_axes(shape: &[i64], grid: [i64; 2], [before, after]: [i64; 2]) -> Option<usize> {
+    if grid[0] * grid[1] < 2 {
+        return None;
+    }
+    (0..shape.len().saturating_sub(1)).find(|&h| {
+        shape[h..h + 2] == grid
+            && product(&shape[..h]) == before
+            && product(&shape[h + 2..]) == after
+    })
+}
+
+/// Whether a node is a default-domain Reshape or Flatten (which may merge or split the axes
+/// holding the positions).
+fn reshapes(node: &Node) -> bool {
+    node.domain.is_empty() && matches!(node.op_type.as_str(), "Reshape" | "Flatten")
+}
+
 /// For a Reshape from a token-major tensor to NCHW (`[B, C, H·W]` → `[B, C, H, W]`), the
-/// input's token axis.
+/// input's token axis: such a Reshape places both its tensors by itself.
 pub fn fold_axis(graph: &Graph, node: &Node) -> Option<usize> {
     if node.op_type != "Reshape" || !node.domain.is_empty() {
         return None;
@@ -61,19 +88,19 @@ pub fn fold_axis(graph: &Graph, node: &Node) -> Option<usize> {
     let out = shape_of(graph, node.outputs.first().copied().flatten()?)?;
     let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
     let [b, c, h, w] = out.as_slice().try_into().ok()?;
-    token_axis(&input, h * w, b * c)
+    token_axis(&input, h * w, [b * c, 1])
 }
 
 /// For a Reshape or Flatten from NCHW to a token-major tensor (`[B, C, H, W]` →
 /// `[B, C, H·W]`), the output's token axis.
 pub fn unfold_axis(graph: &Graph, node: &Node) -> Option<usize> {
-    if !matches!(node.op_type.as_str(), "Reshape" | "Flatten") || !node.domain.is_empty() {
+    if !reshapes(node) {
         return None;
     }
     let out = shape_of(graph, node.outputs.first().copied().flatten()?)?;
     let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
     let [b, c, h, w] = input.as_slice().try_into().ok()?;
-    token_axis(&out, h * w, b * c)
+    token_axis(&out, h * w, [b * c, 1])
 }
 
 /// H and W of an NCHW value.
@@ -82,9 +109,122 @@ fn nchw_grid(graph: &Graph, v: ValueId) -> Option<[i64; 2]> {
     (s.len() == 4).then(|| [s[2], s[3]])
 }
 
+/// Where each input of a node placed as `out` keeps its positions, `None` for inputs read
+/// whole (or absent): through the row table on the token axis, or on H and on W; through a
+/// Reshape merging H and W into the token axis or splitting it. `None` when the node cannot
+/// make `out` position by position.
+pub fn input_places(
+    graph: &Graph,
+    node: &Node,
+    (layout, grid): Placed,
+    opset: i64,
+) -> Option<Vec<Option<Placed>>> {
+    let out_shape = shape_of(graph, node.outputs.first().copied().flatten()?)?;
+    let input_shape = |i: usize| shape_of(graph, node.inputs.get(i).copied().flatten()?);
+    let rows = |axis: usize| row_rule(graph, node, axis, opset).map(|r| r.reads);
+    let places: Option<Vec<Option<Placed>>> = match layout {
+        Layout::Tokens(a) => rows(a).and_then(|reads| {
+            reads
+                .iter()
+                .enumerate()
+                .map(|(i, read)| match *read {
+                    RowRead::Rows(b) => (input_shape(i)?.get(b) == Some(&(grid[0] * grid[1])))
+                        .then_some(Some((Layout::Tokens(b), grid))),
+                    _ => Some(None),
+                })
+                .collect()
+        }),
+        Layout::Grid([h, w]) => rows(h).zip(rows(w)).and_then(|(along_h, along_w)| {
+            along_h
+                .iter()
+                .zip(&along_w)
+                .enumerate()
+                .map(|(i, (&along_h, &along_w))| match (along_h, along_w) {
+                    (RowRead::Rows(bh), RowRead::Rows(bw)) => {
+                        let s = input_shape(i)?;
+                        (s.get(bh) == Some(&grid[0]) && s.get(bw) == Some(&grid[1]))
+                            .then_some(Some((Layout::Grid([bh, bw]), grid)))
+                    }
+                    (RowRead::Rows(_), _) | (_, RowRead::Rows(_)) => None,
+                    _ => Some(None),
+                })
+                .collect()
+        }),
+    };
+    if places.is_some() || !reshapes(node) {
+        return places;
+    }
+    // A Reshape between H × W and one token axis: the elements before and after stay.
+    let input = input_shape(0)?;
+    let first = match layout {
+        Layout::Tokens(a) => {
+            let h = (0..input.len().saturating_sub(1)).find(|&h| {
+                token_axis(&out_shape, input[h] * input[h + 1], around(&input, h, 2)) == Some(a)
+                    && input[h..h + 2] == grid
+            })?;
+            (Layout::Grid([h, h + 1]), grid)
+        }
+        Layout::Grid([h, w]) if w == h + 1 => {
+            let a = token_axis(&input, grid[0] * grid[1], around(&out_shape, h, 2))?;
+            (Layout::Tokens(a), grid)
+        }
+        Layout::Grid(_) => return None,
+    };
+    let mut places = vec![None; node.inputs.len()];
+    places[0] = Some(first);
+    Some(places)
+}
+
+/// The elements before axis `at` and after the `n` axes from it.
+fn around(shape: &[i64], at: usize, n: usize) -> [i64; 2] {
+    [product(&shape[..at]), product(&shape[at + n..])]
+}
+
+/// Where the output of a node keeps its positions when its input `i` is placed as `input`:
+/// the placement whose [`input_places`] reads that input so.
+fn output_place(
+    graph: &Graph,
+    node: &Node,
+    i: usize,
+    (layout, grid): Placed,
+    opset: i64,
+) -> Option<Placed> {
+    let out_shape = shape_of(graph, node.outputs.first().copied().flatten()?)?;
+    let rank = out_shape.len();
+    let mut tries: Vec<Layout> = match layout {
+        Layout::Tokens(_) => (0..rank).map(Layout::Tokens).collect(),
+        Layout::Grid(_) => (0..rank)
+            .flat_map(|h| (0..rank).filter(move |&w| w != h).map(move |w| [h, w]))
+            .map(Layout::Grid)
+            .collect(),
+    };
+    if reshapes(node) && i == 0 {
+        // A Reshape may turn the grid into tokens or tokens into a grid.
+        let input = shape_of(graph, node.inputs[0]?)?;
+        match layout {
+            Layout::Tokens(b) => {
+                if let Some(h) = grid_axes(&out_shape, grid, around(&input, b, 1)) {
+                    tries.push(Layout::Grid([h, h + 1]));
+                }
+            }
+            Layout::Grid([h, w]) if w == h + 1 => {
+                let n = grid[0] * grid[1];
+                if let Some(a) = token_axis(&out_shape, n, around(&input, h, 2)) {
+                    tries.push(Layout::Tokens(a));
+                }
+            }
+            Layout::Grid(_) => {}
+        }
+    }
+    tries.into_iter().map(|l| (l, grid)).find(|&out| {
+        input_places(graph, node, out, opset)
+            .is_some_and(|places| places.get(i) == Some(&Some((layout, grid))))
+    })
+}
+
 /// The layout each node of a chain (`nodes`, with their `rules`) makes its output in, with its
-/// H × W; `None` when a tensor would need two layouts or a token-major node's layout cannot be
-/// found. Elementwise nodes of rank 4 that no layout reaches are NCHW. `opset` is the default
+/// H × W; `None` when a tensor would need two layouts or a node's layout cannot be found.
+/// Elementwise nodes of rank 4 that no layout reaches are NCHW. `opset` is the default
 /// domain's version.
 pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> Option<Vec<Placed>> {
     let mut known: HashMap<ValueId, Placed> = HashMap::new();
@@ -98,73 +238,50 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
         }
     };
     let output = |id: NodeId| graph.nodes[id].outputs.first().copied().flatten();
-    // What fixes a layout: the NCHW operators and the Reshapes between tokens and H × W.
+    // What fixes a layout: the NCHW operators and the Reshapes between tokens and NCHW.
+    let mut free = Vec::new();
     for (&id, rule) in nodes.iter().zip(rules) {
         let node = &graph.nodes[id];
         let (out, first) = (output(id)?, node.inputs.first().copied().flatten()?);
+        if let Some(a) = fold_axis(graph, node) {
+            let grid = nchw_grid(graph, out)?;
+            set(&mut known, out, (NCHW, grid))?;
+            set(&mut known, first, (Layout::Tokens(a), grid))?;
+            continue;
+        }
+        if let Some(a) = unfold_axis(graph, node) {
+            let grid = nchw_grid(graph, first)?;
+            set(&mut known, first, (NCHW, grid))?;
+            set(&mut known, out, (Layout::Tokens(a), grid))?;
+            continue;
+        }
         let spatial: &[Option<ValueId>] = match rule {
             Rule::Window(_) | Rule::Upsample(_) | Rule::Pointwise(Inputs::First) => {
                 &node.inputs[..1]
             }
             Rule::Pointwise(Inputs::All) if node.op_type == "Concat" => &node.inputs,
-            Rule::Pointwise(Inputs::All) => continue,
-            Rule::Rows => {
-                if let Some(a) = fold_axis(graph, node) {
-                    let grid = nchw_grid(graph, out)?;
-                    set(&mut known, out, (Layout::Nchw, grid))?;
-                    set(&mut known, first, (Layout::Tokens(a), grid))?;
-                } else if let Some(a) = unfold_axis(graph, node) {
-                    let grid = nchw_grid(graph, first)?;
-                    set(&mut known, first, (Layout::Nchw, grid))?;
-                    set(&mut known, out, (Layout::Tokens(a), grid))?;
-                }
+            Rule::Pointwise(Inputs::All) | Rule::Rows => {
+                free.push(id);
                 continue;
             }
         };
-        set(&mut known, out, (Layout::Nchw, nchw_grid(graph, out)?))?;
+        set(&mut known, out, (NCHW, nchw_grid(graph, out)?))?;
         for &v in spatial.iter().flatten() {
-            set(&mut known, v, (Layout::Nchw, nchw_grid(graph, v)?))?;
+            set(&mut known, v, (NCHW, nchw_grid(graph, v)?))?;
         }
     }
-    // Through the elementwise and token-major nodes, both ways, until nothing changes.
-    let free: Vec<NodeId> = nodes
-        .iter()
-        .zip(rules)
-        .filter(|&(&id, rule)| match rule {
-            Rule::Pointwise(Inputs::All) => graph.nodes[id].op_type != "Concat",
-            Rule::Rows => {
-                fold_axis(graph, &graph.nodes[id]).is_none()
-                    && unfold_axis(graph, &graph.nodes[id]).is_none()
-            }
-            _ => false,
-        })
-        .map(|(&id, _)| id)
-        .collect();
+    // Through the other nodes, both ways, until nothing changes.
     loop {
         let mut changed = false;
         for &id in &free {
             let node = &graph.nodes[id];
             let out = output(id)?;
-            let out_shape = shape_of(graph, out)?;
             match known.get(&out).copied() {
-                Some((Layout::Tokens(a), grid)) => {
-                    let rule = row_rule(graph, node, a, opset)?;
-                    for (read, v) in rule.reads.iter().zip(&node.inputs) {
-                        if let (RowRead::Rows(b), Some(v)) = (*read, *v) {
-                            if shape_of(graph, v)?.get(b) != Some(&(grid[0] * grid[1])) {
-                                return None;
-                            }
-                            changed |= set(&mut known, v, (Layout::Tokens(b), grid))?;
-                        }
-                    }
-                }
-                Some((Layout::Nchw, grid)) => {
-                    if matches!(rules[nodes.iter().position(|&n| n == id)?], Rule::Rows) {
-                        return None;
-                    }
-                    for &v in node.inputs.iter().flatten() {
-                        if nchw_grid(graph, v) == Some(grid) {
-                            changed |= set(&mut known, v, (Layout::Nchw, grid))?;
+                Some(placed) => {
+                    let places = input_places(graph, node, placed, opset)?;
+                    for (v, p) in node.inputs.iter().zip(places) {
+                        if let (Some(v), Some(p)) = (*v, p) {
+                            changed |= set(&mut known, v, p)?;
                         }
                     }
                 }
@@ -173,20 +290,8 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
                         let p = known.get(&(*v)?).copied()?;
                         Some((i, p))
                     });
-                    let placed = match from {
-                        Some((i, (Layout::Tokens(b), grid))) => (0..out_shape.len())
-                            .find(|&a| {
-                                out_shape[a] == grid[0] * grid[1]
-                                    && row_rule(graph, node, a, opset)
-                                        .is_some_and(|r| r.reads.get(i) == Some(&RowRead::Rows(b)))
-                            })
-                            .map(|a| (Layout::Tokens(a), grid)),
-                        Some((_, (Layout::Nchw, grid))) => (out_shape.len() == 4
-                            && out_shape[2..] == grid)
-                            .then_some((Layout::Nchw, grid)),
-                        None => None,
-                    };
-                    if let Some(p) = placed {
+                    if let Some(p) = from.and_then(|(i, p)| output_place(graph, node, i, p, opset))
+                    {
                         changed |= set(&mut known, out, p)?;
                     }
                 }
@@ -203,9 +308,7 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
             let out = output(id)?;
             match known.get(&out) {
                 Some(p) => Some(*p),
-                None if matches!(rule, Rule::Pointwise(_)) => {
-                    Some((Layout::Nchw, nchw_grid(graph, out)?))
-                }
+                None if matches!(rule, Rule::Pointwise(_)) => Some((NCHW, nchw_grid(graph, out)?)),
                 None => None,
             }
         })
@@ -219,12 +322,23 @@ mod tests {
     #[test]
     fn token_axis_worked_by_hand() {
         // [1, 64, 256] holds 16 × 16 positions after 1 · 64 elements: axis 2.
-        assert_eq!(token_axis(&[1, 64, 256], 256, 64), Some(2));
+        assert_eq!(token_axis(&[1, 64, 256], 256, [64, 1]), Some(2));
         // Flatten(axis = 2) of [1, 64, 16, 16]: [64, 256], axis 1.
-        assert_eq!(token_axis(&[64, 256], 256, 64), Some(1));
+        assert_eq!(token_axis(&[64, 256], 256, [64, 1]), Some(1));
+        // onnxruntime's Gemm input [3136, 96] from NHWC [1, 56, 56, 96]: axis 0, 96 after.
+        assert_eq!(token_axis(&[3136, 96], 3136, [1, 96]), Some(0));
         // [1, 256, 64] has channels after the tokens: not a token axis for 64 elements before.
-        assert_eq!(token_axis(&[1, 256, 64], 256, 64), None);
+        assert_eq!(token_axis(&[1, 256, 64], 256, [64, 1]), None);
         // A single position is no axis to cut.
-        assert_eq!(token_axis(&[4, 1], 1, 4), None);
+        assert_eq!(token_axis(&[4, 1], 1, [4, 1]), None);
+    }
+
+    #[test]
+    fn grid_axes_worked_by_hand() {
+        // The Gemm's output [3136, 384] back to [1, 56, 56, 384]: axes 1 and 2.
+        assert_eq!(grid_axes(&[1, 56, 56, 384], [56, 56], [1, 384]), Some(1));
+        // [1, 64, 16, 16] from [1, 64, 256]: axes 2 and 3.
+        assert_eq!(grid_axes(&[1, 64, 16, 16], [16, 16], [64, 1]), Some(2));
+        assert_eq!(grid_axes(&[1, 64, 16, 16], [16, 16], [1, 64]), None);
     }
 }

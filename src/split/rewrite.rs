@@ -245,15 +245,15 @@ fn pads_of(need: Region, want: Region) -> [i64; 4] {
 }
 
 /// The Slice bounds (starts, ends, axes) cutting `want` out of a tensor laid out as `layout`
-/// holding `held`: H and W of an NCHW tensor; of a token-major one, the tokens of the rows
+/// holding `held`: its H and W axes; of a token-major one, the tokens of the rows
 /// (both regions span every column, `held`'s width).
 pub(super) fn slice_bounds(layout: Layout, held: Region, want: Region) -> [Vec<i64>; 3] {
     let rel = |s: Span, h: Span| [s.start - h.start, s.end - h.start];
     let [h0, h1] = rel(want[0], held[0]);
     match layout {
-        Layout::Nchw => {
+        Layout::Grid([h, w]) => {
             let [w0, w1] = rel(want[1], held[1]);
-            [vec![h0, w0], vec![h1, w1], vec![2, 3]]
+            [vec![h0, w0], vec![h1, w1], vec![h as i64, w as i64]]
         }
         Layout::Tokens(axis) => {
             let width = held[1].len();
@@ -266,9 +266,9 @@ pub(super) fn slice_bounds(layout: Layout, held: Region, want: Region) -> [Vec<i
 /// `layout` keeps them.
 fn tile_shape(mut shape: Vec<i64>, layout: Layout, region: Region) -> Vec<i64> {
     match layout {
-        Layout::Nchw => {
-            shape[2] = region[0].len();
-            shape[3] = region[1].len();
+        Layout::Grid([h, w]) => {
+            shape[h] = region[0].len();
+            shape[w] = region[1].len();
         }
         Layout::Tokens(axis) => shape[axis] = area(region),
     }

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
 use super::estimate::{chain_work, live_bytes, step_operands, strips_work, tiles_work};
+use super::layout::{Layout, NCHW};
 use super::macs::graph_macs;
 use super::rewrite::Rewritten;
 use super::rewrite::rewrite;
@@ -654,6 +655,7 @@ fn record(
                 extra_macs: per_position * tiling.halo[k].max(0) as u64,
                 axis: None,
                 token_axis: token_axis(chain.layouts[k]),
+                hw_axes: hw_axes(chain.layouts[k]),
             }
         })
         .collect();
@@ -664,6 +666,7 @@ fn record(
         extra_macs: tiling.extra_macs,
         axis: None,
         token_axis: token_axis(chain.layouts[chain.last]),
+        hw_axes: hw_axes(chain.layouts[chain.last]),
         arena_after,
         nodes,
         glue: parts.glue.clone(),
@@ -671,10 +674,18 @@ fn record(
 }
 
 /// The token axis of a token-major layout.
-fn token_axis(layout: super::layout::Layout) -> Option<usize> {
+fn token_axis(layout: Layout) -> Option<usize> {
     match layout {
-        super::layout::Layout::Tokens(axis) => Some(axis),
-        super::layout::Layout::Nchw => None,
+        Layout::Tokens(axis) => Some(axis),
+        Layout::Grid(_) => None,
+    }
+}
+
+/// The axes of H and W of a grid layout other than NCHW's.
+fn hw_axes(layout: Layout) -> Option<[usize; 2]> {
+    match layout {
+        Layout::Grid(axes) if layout != NCHW => Some(axes),
+        _ => None,
     }
 }
 

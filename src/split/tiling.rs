@@ -61,7 +61,7 @@ pub fn tile_within(
         return None;
     }
     // A token-major tensor holds a band of whole rows as one range of tokens.
-    if grid[1] > 1 && chain.has_tokens() {
+    if grid[1] > 1 && chain.bands_only() {
         return None;
     }
     let rows = Span::parts(h, grid[0] as i64);

@@ -147,6 +147,7 @@ pub fn record(
                 extra_macs: 0,
                 axis: Some(chain.axes[k]),
                 token_axis: None,
+                hw_axes: None,
             }
         })
         .collect();
@@ -157,6 +158,7 @@ pub fn record(
         extra_macs: 0,
         axis: chain.axes.last().copied(),
         token_axis: None,
+        hw_axes: None,
         arena_after,
         nodes,
         glue: parts.glue.clone(),
