@@ -849,6 +849,120 @@ fn a_relative_position_bias_is_recomputed_in_each_block() {
     compare_in_onnxruntime(&path, &annotated);
 }
 
+/// The attention block with rotary embeddings on the queries (Llama's export): `rotate_half`
+/// takes the two halves of each head's last axis by Slice, negates the second and Concats them
+/// back swapped; `q·cos + rotate_half(q)·sin`. The keys and values come from a grouped
+/// projection: one key-value head `[1,1,S,4]` Expanded to both query heads `[1,2,S,4]`.
+fn rotary_attention(s: i64) -> ModelProto {
+    let positions: Vec<f32> = (0..s * 4).map(|i| (i as f32 * 0.1).cos()).collect();
+    let sines: Vec<f32> = (0..s * 4).map(|i| (i as f32 * 0.1).sin()).collect();
+    let transpose = |from: &str, to: &str, p: &[i64]| {
+        let mut t = node("Transpose", &[from], &[to]);
+        t.attribute = vec![perm(p)];
+        t
+    };
+    let concat = common::with_int(node("Concat", &["neg", "x1"], &["rot"]), "axis", 3);
+    let softmax = common::with_int(node("Softmax", &["scaled"], &["probs"]), "axis", -1);
+    model(GraphProto {
+        name: Some("rotary_attention".into()),
+        node: vec![
+            node("MatMul", &["x", "wk"], &["k"]),
+            node("Reshape", &["k", "one_head"], &["k4"]),
+            transpose("k4", "kh", &[0, 2, 3, 1]),
+            node("Expand", &["kh", "kt_shape"], &["kt"]),
+            node("MatMul", &["x", "wv"], &["v"]),
+            node("Reshape", &["v", "one_head"], &["v4"]),
+            transpose("v4", "vh", &[0, 2, 1, 3]),
+            node("Expand", &["vh", "v_shape"], &["vt"]),
+            node("MatMul", &["x", "wq"], &["q"]),
+            node("Reshape", &["q", "heads"], &["q4"]),
+            transpose("q4", "qt", &[0, 2, 1, 3]),
+            node("Slice", &["qt", "zero", "two", "three"], &["x1"]),
+            node("Slice", &["qt", "two", "four", "three"], &["x2"]),
+            node("Neg", &["x2"], &["neg"]),
+            concat,
+            node("Mul", &["qt", "cos"], &["qc"]),
+            node("Mul", &["rot", "sin"], &["rs"]),
+            node("Add", &["qc", "rs"], &["qr"]),
+            node("MatMul", &["qr", "kt"], &["scores"]),
+            node("Div", &["scores", "scale"], &["scaled"]),
+            softmax,
+            node("MatMul", &["probs", "vt"], &["ctx"]),
+            transpose("ctx", "ct", &[0, 2, 1, 3]),
+            node("Reshape", &["ct", "merge"], &["merged"]),
+            node("Add", &["merged", "x"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, s, 8])],
+        output: vec![float_info("y", &[1, s, 8])],
+        initializer: vec![
+            weights("wq", &[8, 8], 1.0),
+            weights("wk", &[8, 4], 2.0),
+            weights("wv", &[8, 4], 3.0),
+            float_init("scale", &[], &[2.0]),
+            float_init("cos", &[1, 1, s, 4], &positions),
+            float_init("sin", &[1, 1, s, 4], &sines),
+            int_init("one_head", &[4], &[1, s, 1, 4]),
+            int_init("heads", &[4], &[1, s, 2, 4]),
+            int_init("merge", &[3], &[1, s, 8]),
+            int_init("kt_shape", &[4], &[1, 2, 4, s]),
+            int_init("v_shape", &[4], &[1, 2, s, 4]),
+            int_init("zero", &[1], &[0]),
+            int_init("two", &[1], &[2]),
+            int_init("four", &[1], &[4]),
+            int_init("three", &[1], &[3]),
+        ],
+        ..Default::default()
+    })
+}
+
+/// Worked by hand: blocks of query rows (axis 2 of `[1,2,S,4]`) leave each head's last axis
+/// whole, so both Slices of `rotate_half` (along axis 3), the Neg and the Concat (axis 3) run
+/// per block, and so does everything from the query projection on: the chain making Y along
+/// the token axis holds the 17 nodes of the query path. The keys and values are read whole;
+/// a chain blocking heads (axis 1 of the scores) takes the Expands too, each block expanding
+/// the one key-value head to its own query head.
+#[test]
+fn rotary_halves_and_grouped_heads_are_row_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("rotary.onnx");
+    write_model(&rotary_attention(16), &original);
+    let (proto, typed, chain) = last_output_chain(&original);
+    let graph = &typed.graph;
+    assert_eq!(
+        made_by(graph, &chain),
+        [
+            "q", "q4", "qt", "x1", "x2", "neg", "rot", "qc", "rs", "qr", "scores", "scaled",
+            "probs", "ctx", "ct", "merged", "y"
+        ]
+    );
+    // By heads: the context [1,2,S,4] along axis 1 takes both Expands.
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let made_at = |name: &str| {
+        order
+            .iter()
+            .position(|&n| graph.values[graph.nodes[n].outputs[0].unwrap()].name == name)
+            .unwrap()
+    };
+    let ctx = made_at("ctx");
+    let heads = row_chain(graph, &order, [0, ctx], 1, 17, &|_| true).expect("a head chain");
+    let made = made_by(graph, &heads);
+    assert!(
+        made.contains(&"kt".to_string()) && made.contains(&"vt".to_string()),
+        "{made:?}"
+    );
+
+    let blocks = Span::parts(16, 4);
+    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let split = dir.path().join("rotary.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
+    let blocks = Span::parts(2, 2);
+    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&heads, &blocks)]);
+    let by_heads = dir.path().join("rotary.heads.onnx");
+    write_model(&rewritten.model, &by_heads);
+    compare_in_onnxruntime(&original, &by_heads);
+}
+
 /// The chain cut alone, its new names tagged `split1`.
 fn one_cut<'a>(chain: &'a RowChain, blocks: &'a [Span]) -> RowCut<'a> {
     RowCut {

@@ -183,6 +183,7 @@ const CHEAP: &[&str] = &[
     "Unsqueeze",
     "Reshape",
     "ConstantOfShape",
+    "Expand",
 ];
 
 /// Most producers the search for a node's recomputation cost walks through.

@@ -23,8 +23,8 @@ pub enum RowRead {
 pub enum Fixup {
     /// Nothing: the node's attributes hold for any block.
     None,
-    /// A Reshape or ConstantOfShape: its shape input (at this index) becomes the block's
-    /// output shape.
+    /// A Reshape, Expand or ConstantOfShape: its shape input (at this index) becomes the
+    /// block's output shape.
     ShapeTarget(usize),
 }
 
@@ -173,10 +173,37 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
                 .then(|| first_only(node.inputs.len()))
                 .and_then(simple)
         }
+        ("", "Slice") => {
+            // A Slice along other axes (rotary embeddings' halves): its starts, ends, axes
+            // and steps hold for any block.
+            let axes = slice_axes(graph, node, opset)?;
+            let cut = axes.iter().any(|&a| normalise(a, rank) == Some(axis));
+            if cut || axes.iter().any(|&a| normalise(a, rank).is_none()) {
+                return None;
+            }
+            simple(first_only(node.inputs.len()))
+        }
+        ("", "Concat") => {
+            // A Concat along another axis: every part carries the blocked rows.
+            let along = normalise(node.attr_int("axis")?, rank)?;
+            (along != axis)
+                .then(|| (0..node.inputs.len()).map(|i| absent_or(node, i, RowRead::Rows(axis))))
+                .map(Iterator::collect)
+                .and_then(simple)
+        }
         ("", "Reshape") => {
             let from = reshaped_axis(&input_shape(0)?, &out_shape, axis)?;
             Some(RowRule {
                 reads: vec![RowRead::Rows(from), RowRead::Whole],
+                fixup: Fixup::ShapeTarget(1),
+            })
+        }
+        ("", "Expand") => {
+            // Grouped-query attention repeats each key and value head for its query heads: a
+            // block of heads expands its own (an input broadcast along the axis is read whole).
+            let reads = vec![aligned(&input_shape(0)?, &out_shape, axis)?, RowRead::Whole];
+            Some(RowRule {
+                reads,
                 fixup: Fixup::ShapeTarget(1),
             })
         }
@@ -195,6 +222,26 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
             (weights || reads[0] == RowRead::Whole).then(|| simple(reads))?
         }
         _ => None,
+    }
+}
+
+/// The axes a Slice cuts, as given (possibly negative): the `axes` attribute before opset 10,
+/// else the constant input 3; when absent, the first as many axes as there are starts.
+/// `None` when they are not known before run time.
+fn slice_axes(graph: &Graph, node: &Node, opset: i64) -> Option<Vec<i64>> {
+    let constant = |i: usize| {
+        let v = node.inputs.get(i).copied().flatten()?;
+        graph.values[v].constant.as_ref()?.to_i64_vec()
+    };
+    if opset < 10 {
+        return match node.attr_ints("axes") {
+            Some(axes) => Some(axes.to_vec()),
+            None => Some((0..node.attr_ints("starts")?.len() as i64).collect()),
+        };
+    }
+    match node.inputs.get(3).copied().flatten() {
+        Some(_) => constant(3),
+        None => Some((0..constant(1)?.len() as i64).collect()),
     }
 }
 
