@@ -26,6 +26,7 @@ use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{RowChain, row_chain};
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
+use onnx_memplan::split::rows::rules::RuleSet;
 use onnx_memplan::split::rows::sink::sunk;
 
 fn weights(name: &str, dims: &[i64], seed: f32) -> onnx_memplan::onnx::proto::TensorProto {
@@ -98,14 +99,19 @@ fn perm(values: &[i64]) -> onnx_memplan::onnx::proto::AttributeProto {
     }
 }
 
-/// The model at `path`, typed, and the row chain (token axis 1, stored order) making the
-/// output of its last node.
+/// The model at `path`, typed, and the row chain (token axis 1, stored order, the plain rule
+/// set) making the output of its last node.
 fn last_output_chain(path: &Path) -> (ModelProto, Model, RowChain) {
+    last_output_chain_by(path, RuleSet::Plain)
+}
+
+/// [`last_output_chain`] by the rule set `set`.
+fn last_output_chain_by(path: &Path, set: RuleSet) -> (ModelProto, Model, RowChain) {
     let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
     let order: Vec<usize> = (0..typed.graph.nodes.len()).collect();
     let end = order.len() - 1;
-    let chain = row_chain(&typed.graph, &order, [0, end], 1, 17, &|_| true).expect("a row chain");
-    (proto, typed, chain)
+    let chain = row_chain(&typed.graph, &order, [0, end], 1, (17, set), &|_| true);
+    (proto, typed, chain.expect("a row chain"))
 }
 
 /// The names of the values the chain's nodes make, in execution order.
@@ -260,7 +266,8 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let end = graph.value("y").unwrap().producer.unwrap();
-    let chain = row_chain(graph, &order, [0, end], 1, 17, &|_| true).expect("a row chain");
+    let chain = row_chain(graph, &order, [0, end], 1, (17, RuleSet::Plain), &|_| true)
+        .expect("a row chain");
     let output_of = |n: usize| {
         graph.values[graph.nodes[n].outputs[0].unwrap()]
             .name
@@ -595,7 +602,17 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
     };
     let chains: Vec<RowChain> = ["y0", "y"]
         .iter()
-        .map(|out| row_chain(graph, &order, [0, making(out)], 1, 17, &|_| true).unwrap())
+        .map(|out| {
+            row_chain(
+                graph,
+                &order,
+                [0, making(out)],
+                1,
+                (17, RuleSet::Plain),
+                &|_| true,
+            )
+            .unwrap()
+        })
         .collect();
     assert!(chains[0].nodes.iter().all(|n| !chains[1].nodes.contains(n)));
     assert_eq!(chains[0].nodes.len(), chains[1].nodes.len());
@@ -749,7 +766,8 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = row_chain(graph, &order, [0, 1], 1, 17, &|_| true).expect("MatMul and Split");
+    let chain = row_chain(graph, &order, [0, 1], 1, (17, RuleSet::Plain), &|_| true)
+        .expect("MatMul and Split");
     assert_eq!(made_by(graph, &chain), ["qkv", "q"]);
     let names: Vec<&str> = chain
         .outputs
@@ -926,7 +944,10 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("rotary.onnx");
     write_model(&rotary_attention(16), &original);
-    let (proto, typed, chain) = last_output_chain(&original);
+    // The plain rules stop at rotate_half's Concat: the query projection stays outside.
+    let (_, typed, plain) = last_output_chain(&original);
+    assert!(!made_by(&typed.graph, &plain).contains(&"rot".to_string()));
+    let (proto, typed, chain) = last_output_chain_by(&original, RuleSet::Extended);
     let graph = &typed.graph;
     assert_eq!(
         made_by(graph, &chain),
@@ -944,7 +965,10 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
             .unwrap()
     };
     let ctx = made_at("ctx");
-    let heads = row_chain(graph, &order, [0, ctx], 1, 17, &|_| true).expect("a head chain");
+    let heads = row_chain(graph, &order, [0, ctx], 1, (17, RuleSet::Extended), &|_| {
+        true
+    })
+    .expect("a head chain");
     let made = made_by(graph, &heads);
     assert!(
         made.contains(&"kt".to_string()) && made.contains(&"vt".to_string()),

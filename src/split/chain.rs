@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::layout::{Layout, NCHW, Placed, fold_axis, input_places, resolve, unfold_axis};
+use super::layout::{Layout, NCHW, Placed, input_places, resolve};
 use super::rules::{Inputs, Rule, rule_of, shape_of};
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -84,17 +84,13 @@ pub fn walk_chains_around<E>(
 ) -> Result<(), E> {
     let constant = |step: usize| is_constant(graph, order[step]);
     let rule_at = |step: usize| rule_of(graph, &graph.nodes[order[step]]);
-    // Token-major nodes join only runs that reach a node fixing where positions are: an NCHW
-    // operator or a Reshape between tokens and H × W (a plain transformer has none, and its
-    // rows are row blocking's).
+    // Token-major and channels-last nodes join only runs that reach an NCHW operator, which
+    // fixes where positions are (a plain transformer has none, and its rows are row
+    // blocking's).
     let fixes = |step: usize| match rule_at(step) {
-        Some(Rule::Rows) => {
-            let node = &graph.nodes[order[step]];
-            fold_axis(graph, node).is_some() || unfold_axis(graph, node).is_some()
-        }
+        Some(Rule::Rows) | None => false,
         Some(Rule::Pointwise(Inputs::All)) => graph.nodes[order[step]].op_type == "Concat",
         Some(_) => true,
-        None => false,
     };
     let splittable_with = |step: usize, rows: bool| {
         allowed(order[step])

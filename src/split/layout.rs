@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use super::rows::rules::{RowRead, row_rule};
+use super::rows::rules::{RowRead, RuleSet, row_rule};
 use super::rules::{Inputs, Rule, shape_of};
 use crate::ir::{Graph, Node, NodeId, ValueId};
 
@@ -79,30 +79,6 @@ fn reshapes(node: &Node) -> bool {
     node.domain.is_empty() && matches!(node.op_type.as_str(), "Reshape" | "Flatten")
 }
 
-/// For a Reshape from a token-major tensor to NCHW (`[B, C, H·W]` → `[B, C, H, W]`), the
-/// input's token axis: such a Reshape places both its tensors by itself.
-pub fn fold_axis(graph: &Graph, node: &Node) -> Option<usize> {
-    if node.op_type != "Reshape" || !node.domain.is_empty() {
-        return None;
-    }
-    let out = shape_of(graph, node.outputs.first().copied().flatten()?)?;
-    let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
-    let [b, c, h, w] = out.as_slice().try_into().ok()?;
-    token_axis(&input, h * w, [b * c, 1])
-}
-
-/// For a Reshape or Flatten from NCHW to a token-major tensor (`[B, C, H, W]` →
-/// `[B, C, H·W]`), the output's token axis.
-pub fn unfold_axis(graph: &Graph, node: &Node) -> Option<usize> {
-    if !reshapes(node) {
-        return None;
-    }
-    let out = shape_of(graph, node.outputs.first().copied().flatten()?)?;
-    let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
-    let [b, c, h, w] = input.as_slice().try_into().ok()?;
-    token_axis(&out, h * w, [b * c, 1])
-}
-
 /// H and W of an NCHW value.
 fn nchw_grid(graph: &Graph, v: ValueId) -> Option<[i64; 2]> {
     let s = shape_of(graph, v)?;
@@ -120,8 +96,17 @@ pub fn input_places(
     opset: i64,
 ) -> Option<Vec<Option<Placed>>> {
     let out_shape = shape_of(graph, node.outputs.first().copied().flatten()?)?;
+    let holds = match layout {
+        Layout::Tokens(a) => out_shape.get(a) == Some(&(grid[0] * grid[1])),
+        Layout::Grid([h, w]) => {
+            out_shape.get(h) == Some(&grid[0]) && out_shape.get(w) == Some(&grid[1])
+        }
+    };
+    if !holds {
+        return None;
+    }
     let input_shape = |i: usize| shape_of(graph, node.inputs.get(i).copied().flatten()?);
-    let rows = |axis: usize| row_rule(graph, node, axis, opset).map(|r| r.reads);
+    let rows = |axis: usize| row_rule(graph, node, axis, (opset, RuleSet::Plain)).map(|r| r.reads);
     let places: Option<Vec<Option<Placed>>> = match layout {
         Layout::Tokens(a) => rows(a).and_then(|reads| {
             reads
@@ -238,23 +223,12 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
         }
     };
     let output = |id: NodeId| graph.nodes[id].outputs.first().copied().flatten();
-    // What fixes a layout: the NCHW operators and the Reshapes between tokens and NCHW.
+    // What fixes a layout: the NCHW operators. (A rank-4 tensor elsewhere need not be NCHW:
+    // a transformer's `[B, S, heads, dh]` is not.)
     let mut free = Vec::new();
     for (&id, rule) in nodes.iter().zip(rules) {
         let node = &graph.nodes[id];
-        let (out, first) = (output(id)?, node.inputs.first().copied().flatten()?);
-        if let Some(a) = fold_axis(graph, node) {
-            let grid = nchw_grid(graph, out)?;
-            set(&mut known, out, (NCHW, grid))?;
-            set(&mut known, first, (Layout::Tokens(a), grid))?;
-            continue;
-        }
-        if let Some(a) = unfold_axis(graph, node) {
-            let grid = nchw_grid(graph, first)?;
-            set(&mut known, first, (NCHW, grid))?;
-            set(&mut known, out, (Layout::Tokens(a), grid))?;
-            continue;
-        }
+        let out = output(id)?;
         let spatial: &[Option<ValueId>] = match rule {
             Rule::Window(_) | Rule::Upsample(_) | Rule::Pointwise(Inputs::First) => {
                 &node.inputs[..1]

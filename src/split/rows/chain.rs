@@ -15,10 +15,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::rules::{RowRead, RowRule, row_rule};
+use super::rules::{RowRead, RowRule, RuleSet, row_rule};
 use crate::ir::{Graph, NodeId, ValueId};
 use crate::liveness::TensorKind;
 use crate::split::chain::is_foldable_shape;
+use crate::split::region::Span;
 
 /// A chain of row-blocked nodes, in execution order.
 #[derive(Clone, Debug)]
@@ -29,7 +30,9 @@ pub struct RowChain {
     pub rules: Vec<RowRule>,
     /// The axis of each node's output the blocks cut.
     pub axes: Vec<usize>,
-    /// The extent of that axis (the same for every node of the chain).
+    /// The rows blocks are made of: every tensor the chain cuts holds a whole number of
+    /// them along its axis (the same extent for most nodes; a Reshape merging or splitting the
+    /// axis scales it, see [`RowChain::part`]).
     pub rows: i64,
     /// The chain's output: made by the last node, read after the chain.
     pub output: ValueId,
@@ -44,22 +47,24 @@ pub struct RowChain {
 }
 
 /// The row chain making the output of the node at step `end` of `order`, cut along `axis` of
-/// that output, from nodes at steps `≥ start`; `allowed` says which nodes may be split.
+/// that output, from nodes at steps `≥ start`, by the row table's `rules` (the default
+/// domain's opset and the rule set); `allowed` says which nodes may be split.
 /// `None` unless it has at least two nodes.
 pub fn row_chain(
     graph: &Graph,
     order: &[NodeId],
     [start, end]: [usize; 2],
     axis: usize,
-    opset: i64,
+    rules: (i64, RuleSet),
     allowed: &dyn Fn(NodeId) -> bool,
 ) -> Option<RowChain> {
     let seed = order[end];
     let output = graph.nodes[seed].outputs.first().copied().flatten()?;
-    let rows = crate::split::rules::shape_of(graph, output)?
+    if crate::split::rules::shape_of(graph, output)?
         .get(axis)
-        .copied()?;
-    if rows < 2 {
+        .copied()?
+        < 2
+    {
         return None;
     }
     let mut members: HashMap<NodeId, (RowRule, usize)> = HashMap::new();
@@ -107,11 +112,17 @@ pub fn row_chain(
                 share = true;
             }
         }
-        let Some(rule) = row_rule(graph, node, axis, opset) else {
+        let Some(rule) = row_rule(graph, node, axis, rules) else {
             continue;
         };
+        // Rows map one to one, but for a Reshape's in proportion (see its rule).
+        let extent = crate::split::rules::shape_of(graph, out)?
+            .get(axis)
+            .copied();
+        let reshape = node.op_type == "Reshape" && node.domain.is_empty();
         if rule.reads.iter().zip(&node.inputs).any(|(r, v)| {
-            matches!(r, RowRead::Rows(_)) && v.is_some_and(|v| dim(graph, v, r) != Some(rows))
+            matches!(r, RowRead::Rows(_))
+                && v.is_some_and(|v| !reshape && dim(graph, v, r) != extent)
         }) {
             continue;
         }
@@ -159,7 +170,24 @@ pub fn row_chain(
         .copied()
         .filter(|n| members.contains_key(n))
         .collect();
-    let (rules, axes) = nodes.iter().map(|n| members[n].clone()).unzip();
+    let (rules, axes): (Vec<RowRule>, Vec<usize>) =
+        nodes.iter().map(|n| members[n].clone()).unzip();
+    // The rows a block boundary may fall between: every tensor cut holds a whole number of
+    // rows of each block.
+    let mut rows = 0;
+    for (k, &n) in nodes.iter().enumerate() {
+        let node = &graph.nodes[n];
+        let made = node.outputs[0].and_then(|v| crate::split::rules::shape_of(graph, v));
+        rows = gcd(rows, made?.get(axes[k]).copied()?);
+        for (read, v) in rules[k].reads.iter().zip(&node.inputs) {
+            if let Some(v) = v {
+                rows = dim(graph, *v, read).map_or(rows, |d| gcd(rows, d));
+            }
+        }
+    }
+    if rows < 2 {
+        return None;
+    }
     let mut shared: Vec<NodeId> = shared.into_iter().collect();
     shared.sort_unstable();
     Some(RowChain {
@@ -172,6 +200,19 @@ pub fn row_chain(
         folded,
         shared,
     })
+}
+
+impl RowChain {
+    /// The part of an axis of `extent` that the chain's rows `block` are.
+    pub fn part(&self, extent: i64, block: Span) -> Span {
+        let per_row = extent / self.rows;
+        Span::new(block.start * per_row, block.end * per_row)
+    }
+}
+
+/// The greatest common divisor (`gcd(0, n) = n`).
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// Operators that move or map values without multiply-accumulates, each with a row rule: a

@@ -23,6 +23,10 @@ use super::{Spend, Spent};
 use crate::emit::{SplitChain, SplitNode};
 use crate::pipeline::Planned;
 use chain::{RowChain, row_chain};
+use rules::RuleSet;
+
+/// The rule sets chains are built with, each chain a candidate of its own.
+const RULE_SETS: [RuleSet; 2] = [RuleSet::Plain, RuleSet::Extended];
 
 /// Block counts the search tries.
 const BLOCKS: &[i64] = &[2, 4, 8, 16];
@@ -56,7 +60,7 @@ pub fn candidates(
     let order = &planned.table.schedule;
     let opset = planned.model.opsets.version("").unwrap_or(1);
     let mut seen: HashSet<Vec<usize>> = HashSet::new();
-    let mut built: HashMap<(usize, usize), Option<RowChain>> = HashMap::new();
+    let mut built: HashMap<(usize, usize, RuleSet), Option<RowChain>> = HashMap::new();
     let mut found = Vec::new();
     for &step in hot {
         let target = order[step];
@@ -67,17 +71,17 @@ pub fn candidates(
             let Some(shape) = super::rules::shape_of(graph, out) else {
                 continue;
             };
-            for axis in 0..shape.len() {
+            for (axis, set) in (0..shape.len()).flat_map(|a| RULE_SETS.map(|set| (a, set))) {
                 // Hot steps close together reach the same ends: each chain is built once.
-                if let Entry::Vacant(slot) = built.entry((end, axis)) {
-                    let chain = row_chain(graph, order, [0, end], axis, opset, allowed);
+                if let Entry::Vacant(slot) = built.entry((end, axis, set)) {
+                    let chain = row_chain(graph, order, [0, end], axis, (opset, set), allowed);
                     let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
                     if !spend(visits * UNITS_PER_NODE_VISIT) {
                         return Err(Spent);
                     }
                     slot.insert(chain);
                 }
-                let Some(chain) = &built[&(end, axis)] else {
+                let Some(chain) = &built[&(end, axis, set)] else {
                     continue;
                 };
                 if !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
@@ -127,11 +131,20 @@ pub fn record(
     arena_after: u64,
 ) -> SplitChain {
     let chain = &blocking.chain;
-    let tiles: Vec<[[i64; 2]; 2]> = blocking
-        .blocks
-        .iter()
-        .map(|b| [[b.start, b.end], [0, 0]])
-        .collect();
+    // Rows of each node's output (and of the chain's) along its axis.
+    let regions = |n: usize, axis: usize| -> Vec<[[i64; 2]; 2]> {
+        let extent = graph.nodes[n].outputs[0]
+            .and_then(|v| super::rules::shape_of(graph, v))
+            .map_or(chain.rows, |s| s[axis]);
+        blocking
+            .blocks
+            .iter()
+            .map(|&b| chain.part(extent, b))
+            .map(|r| [[r.start, r.end], [0, 0]])
+            .collect()
+    };
+    let last = chain.nodes.len() - 1;
+    let tiles = regions(chain.nodes[last], chain.axes[last]);
     let nodes = chain
         .nodes
         .iter()
@@ -142,7 +155,7 @@ pub fn record(
                 node,
                 op_type,
                 tiles: parts.copies[k].clone(),
-                regions: tiles.clone(),
+                regions: regions(n, chain.axes[k]),
                 halo: 0,
                 extra_macs: 0,
                 axis: Some(chain.axes[k]),

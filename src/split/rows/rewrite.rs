@@ -114,7 +114,8 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
                         let out = node.outputs[0].expect("chain nodes have an output");
                         let mut target = crate::split::rules::shape_of(graph, out)
                             .expect("chain outputs have shapes");
-                        target[chain.axes[k]] = block.len();
+                        let axis = chain.axes[k];
+                        target[axis] = chain.part(target[axis], block).len();
                         e.constant(target)
                     }
                     (RowRead::Whole, Some(v)) => graph.values[v].name.clone(),
@@ -129,8 +130,11 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
                                 slices
                                     .entry((source.clone(), axis))
                                     .or_insert_with(|| {
+                                        let extent = crate::split::rules::shape_of(graph, v)
+                                            .expect("chain inputs have shapes")[axis];
+                                        let rows = chain.part(extent, block);
                                         let bounds =
-                                            [vec![block.start], vec![block.end], vec![axis as i64]];
+                                            [vec![rows.start], vec![rows.end], vec![axis as i64]];
                                         e.slice(&source, bounds, &tag)
                                     })
                                     .clone()

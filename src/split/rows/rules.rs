@@ -37,6 +37,18 @@ pub struct RowRule {
     pub fixup: Fixup,
 }
 
+/// Which rules of the table apply: chains built with either are both candidates (a rule that
+/// lets a chain grow may also make it worse: a maximal chain through a grouped-query
+/// attention's key-value heads has fewer blocks than one of the query heads alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuleSet {
+    /// Operators whose blocked axis keeps its extent.
+    Plain,
+    /// Also Slice and Concat along other axes, Expand, and Reshapes that merge the blocked
+    /// axis with others or split it.
+    Extended,
+}
+
 /// Reductions whose reduced axes are given by `axes` (attribute, or input 1 from opset 18).
 pub(in crate::split) const REDUCTIONS: &[&str] = &[
     "ReduceMean",
@@ -49,9 +61,15 @@ pub(in crate::split) const REDUCTIONS: &[&str] = &[
 ];
 
 /// The rule of `node` when blocks cut `axis` of its output (of each of a Split's outputs,
-/// which share that axis), or `None` when its rows along that axis are not independent.
-/// `opset` is the default domain's version.
-pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<RowRule> {
+/// which share that axis), or `None` when its rows along that axis are not independent (or
+/// its rule is not in `set`). `opset` is the default domain's version.
+pub fn row_rule(
+    graph: &Graph,
+    node: &Node,
+    axis: usize,
+    (opset, set): (i64, RuleSet),
+) -> Option<RowRule> {
+    let extended = set == RuleSet::Extended;
     let out = node.outputs.first().copied().flatten()?;
     let split = node.op_type == "Split" && node.domain.is_empty();
     if (!split && node.outputs.iter().skip(1).any(Option::is_some)) || !node.subgraphs.is_empty() {
@@ -161,7 +179,7 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
             if !listed {
                 return None;
             }
-            let from = reshaped_axis(&input_shape(0)?, &out_shape, axis)?;
+            let from = same_axis(&input_shape(0)?, &out_shape, axis)?;
             let mut reads = vec![RowRead::Rows(from)];
             reads.extend((1..node.inputs.len()).map(|i| absent_or(node, i, RowRead::Whole)));
             simple(reads)
@@ -173,7 +191,7 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
                 .then(|| first_only(node.inputs.len()))
                 .and_then(simple)
         }
-        ("", "Slice") => {
+        ("", "Slice") if extended => {
             // A Slice along other axes (rotary embeddings' halves): its starts, ends, axes
             // and steps hold for any block.
             let axes = slice_axes(graph, node, opset)?;
@@ -183,7 +201,7 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
             }
             simple(first_only(node.inputs.len()))
         }
-        ("", "Concat") => {
+        ("", "Concat") if extended => {
             // A Concat along another axis: every part carries the blocked rows.
             let along = normalise(node.attr_int("axis")?, rank)?;
             (along != axis)
@@ -192,13 +210,18 @@ pub fn row_rule(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<R
                 .and_then(simple)
         }
         ("", "Reshape") => {
-            let from = reshaped_axis(&input_shape(0)?, &out_shape, axis)?;
+            let (input, out) = (&input_shape(0)?, &out_shape);
+            let from = if extended {
+                reshaped_axis(input, out, axis)?
+            } else {
+                same_axis(input, out, axis)?
+            };
             Some(RowRule {
                 reads: vec![RowRead::Rows(from), RowRead::Whole],
                 fixup: Fixup::ShapeTarget(1),
             })
         }
-        ("", "Expand") => {
+        ("", "Expand") if extended => {
             // Grouped-query attention repeats each key and value head for its query heads: a
             // block of heads expands its own (an input broadcast along the axis is read whole).
             let reads = vec![aligned(&input_shape(0)?, &out_shape, axis)?, RowRead::Whole];
@@ -362,13 +385,31 @@ fn gather(indices: usize, along: usize, axis: usize) -> Vec<RowRead> {
     }
 }
 
-/// The input axis of a Reshape that output `axis` is: the same extent with the same number
-/// of elements before it, so a block of rows is a contiguous run of the input's rows.
+/// The input axis of a Squeeze or Unsqueeze that output `axis` is: the same extent with the
+/// same number of elements before it.
+fn same_axis(input: &[i64], out: &[i64], axis: usize) -> Option<usize> {
+    reshaped_axis(input, out, axis).filter(|&i| input[i] == out[axis])
+}
+
+/// The input axis of a Reshape whose rows are output `axis`'s, in proportion: with the same
+/// number of elements before both, either the same extent, or the output axis the outer part
+/// of the input axis (split from it) or the input axis the outer part of the output axis
+/// (merged into it). A block of rows is then a contiguous run of the input's rows, scaled by
+/// the ratio of the extents (a block of image rows is a run of tokens; a block of two query
+/// heads is one key-value head of a grouped-query attention).
 fn reshaped_axis(input: &[i64], out: &[i64], axis: usize) -> Option<usize> {
     let before: i64 = out[..axis].iter().product();
+    let nested = |short: &[i64], long: i64| {
+        let mut product = 1;
+        short.iter().any(|&d| {
+            product *= d;
+            product == long
+        })
+    };
     let mut prefix = 1;
     for (i, &d) in input.iter().enumerate() {
-        if prefix == before && d == out[axis] {
+        if prefix == before && d > 1 && (nested(&out[axis..], d) || nested(&input[i..], out[axis]))
+        {
             return Some(i);
         }
         prefix *= d;
@@ -392,6 +433,16 @@ mod tests {
         assert_eq!(reshaped_axis(&[1, 4, 128, 32], &[4, 128, 32], 1), Some(2));
         // [2, 6] → [3, 4]: no axis of the output is an axis of the input.
         assert_eq!(reshaped_axis(&[2, 6], &[3, 4], 0), None);
+        // [1, 56, 56, 384] → [3136, 384]: output axis 0 merges input axes 1 and 2, and back.
+        assert_eq!(reshaped_axis(&[1, 56, 56, 384], &[3136, 384], 0), Some(1));
+        assert_eq!(reshaped_axis(&[3136, 384], &[1, 56, 56, 384], 1), Some(0));
+        // Grouped-query heads [1, 2, 2, 128, 32] → [1, 4, 128, 32]: axis 1 merges 2 × 2.
+        assert_eq!(
+            reshaped_axis(&[1, 2, 2, 128, 32], &[1, 4, 128, 32], 1),
+            Some(1)
+        );
+        // Axis 2 of [1, 56, 56, 384] is the inner part of the merged axis: no run of rows.
+        assert_eq!(reshaped_axis(&[3136, 384], &[1, 56, 56, 384], 2), None);
     }
 
     #[test]
