@@ -102,15 +102,15 @@ fn perm(values: &[i64]) -> onnx_memplan::onnx::proto::AttributeProto {
 /// The model at `path`, typed, and the row chain (token axis 1, stored order, the plain rule
 /// set) making the output of its last node.
 fn last_output_chain(path: &Path) -> (ModelProto, Model, RowChain) {
-    last_output_chain_by(path, RuleSet::Plain)
+    last_output_chain_by(path, RuleSet::Plain, 1)
 }
 
-/// [`last_output_chain`] by the rule set `set`.
-fn last_output_chain_by(path: &Path, set: RuleSet) -> (ModelProto, Model, RowChain) {
+/// [`last_output_chain`] by the rule set `set`, along `axis`.
+fn last_output_chain_by(path: &Path, set: RuleSet, axis: usize) -> (ModelProto, Model, RowChain) {
     let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
     let order: Vec<usize> = (0..typed.graph.nodes.len()).collect();
     let end = order.len() - 1;
-    let chain = row_chain(&typed.graph, &order, [0, end], 1, (17, set), &|_| true);
+    let chain = row_chain(&typed.graph, &order, [0, end], axis, (17, set), &|_| true);
     (proto, typed, chain.expect("a row chain"))
 }
 
@@ -947,7 +947,7 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
     // The plain rules stop at rotate_half's Concat: the query projection stays outside.
     let (_, typed, plain) = last_output_chain(&original);
     assert!(!made_by(&typed.graph, &plain).contains(&"rot".to_string()));
-    let (proto, typed, chain) = last_output_chain_by(&original, RuleSet::Extended);
+    let (proto, typed, chain) = last_output_chain_by(&original, RuleSet::Extended, 1);
     let graph = &typed.graph;
     assert_eq!(
         made_by(graph, &chain),
@@ -985,6 +985,83 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
     let by_heads = dir.path().join("rotary.heads.onnx");
     write_model(&rewritten.model, &by_heads);
     compare_in_onnxruntime(&original, &by_heads);
+}
+
+/// Window attention (Swin's, as onnxsim leaves it) on X[4,8,8]: 4 windows of 8 tokens. One
+/// projection makes Q, K and V: MatMul [8,24] → Reshape [4,8,3,2,4] → Transpose
+/// [3,4,2,8,4] → Gather 0, 1, 2 along axis 0; per window and head Q·Kᵀ → Softmax → ·V →
+/// Transpose → Reshape [4,8,8]; then the output projection as a fused Gemm between Reshapes
+/// that merge windows and tokens ([32,8]) and split them again; Add X → Y.
+fn window_attention() -> ModelProto {
+    let transpose = |from: &str, to: &str, p: &[i64]| {
+        let mut t = node("Transpose", &[from], &[to]);
+        t.attribute = vec![perm(p)];
+        t
+    };
+    let gather = |index: &str, out: &str| node("Gather", &["qkv5", index], &[out]);
+    model(GraphProto {
+        name: Some("window_attention".into()),
+        node: vec![
+            node("MatMul", &["x", "wqkv"], &["qkv"]),
+            node("Reshape", &["qkv", "split_heads"], &["qkv4"]),
+            transpose("qkv4", "qkv5", &[2, 0, 3, 1, 4]),
+            gather("i0", "q"),
+            gather("i1", "k"),
+            gather("i2", "v"),
+            transpose("k", "kt", &[0, 1, 3, 2]),
+            node("MatMul", &["q", "kt"], &["scores"]),
+            common::with_int(node("Softmax", &["scores"], &["probs"]), "axis", -1),
+            node("MatMul", &["probs", "v"], &["ctx"]),
+            transpose("ctx", "ct", &[0, 2, 1, 3]),
+            node("Reshape", &["ct", "merge_heads"], &["merged"]),
+            node("Reshape", &["merged", "flat"], &["rows"]),
+            node("Gemm", &["rows", "wo", "bo"], &["g"]),
+            node("Reshape", &["g", "windows"], &["o"]),
+            node("Add", &["o", "x"], &["y"]),
+        ],
+        input: vec![float_info("x", &[4, 8, 8])],
+        output: vec![float_info("y", &[4, 8, 8])],
+        initializer: vec![
+            weights("wqkv", &[8, 24], 1.0),
+            weights("wo", &[8, 8], 2.0),
+            weights("bo", &[8], 3.0),
+            int_init("split_heads", &[5], &[4, 8, 3, 2, 4]),
+            int_init("merge_heads", &[3], &[4, 8, 8]),
+            int_init("flat", &[2], &[32, 8]),
+            int_init("windows", &[3], &[4, 8, 8]),
+            int_init("i0", &[], &[0]),
+            int_init("i1", &[], &[1]),
+            int_init("i2", &[], &[2]),
+        ],
+        ..Default::default()
+    })
+}
+
+/// Worked by hand: blocks of windows (axis 0 of Y) cut the Gemm's rows 8 at a time (a window
+/// is 8 rows of [32,8]: the chain's rows are the gcd of 4 and 32, 4), and every window has its
+/// own Q, K and V, so with the extended rules the three Gathers join and with them the
+/// Transpose, the Reshape and the projection: all 16 nodes run per block. The plain rules stop
+/// at the Reshape after the Gemm, which splits its rows: the residual Add alone is no chain.
+#[test]
+fn window_attention_blocked_by_windows_through_gathers_and_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("windows.onnx");
+    write_model(&window_attention(), &original);
+    let (proto, typed, chain) = last_output_chain_by(&original, RuleSet::Extended, 0);
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let plain = row_chain(graph, &order, [0, 15], 0, (17, RuleSet::Plain), &|_| true);
+    assert!(plain.is_none(), "{plain:?}");
+    assert_eq!(chain.nodes.len(), 16);
+    assert_eq!(chain.axes[0], 0);
+    assert_eq!(chain.rows, 4);
+    // Window 1 of 4 is rows [8, 16) of the Gemm's [32, 8].
+    assert_eq!(chain.part(32, Span::new(1, 2)), Span::new(8, 16));
+    let blocks = Span::parts(4, 2);
+    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let split = dir.path().join("windows.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
 }
 
 /// The chain cut alone, its new names tagged `split1`.

@@ -240,9 +240,11 @@ pub fn row_rule(
             let reads = gather(input_shape(1)?.len(), along, axis);
             // Rows of data made at run time (a ViT's Q, K and V gathered from one QKV
             // tensor, which siblings read too) gain nothing by themselves: measured on the
-            // ViTs, such chains only steer the search away from the attention.
+            // ViTs, such chains only steer the search away from the attention. Chains whose
+            // blocks take all three (windows or heads of attention, each with its own Q, K
+            // and V) are built with the extended rules.
             let weights = node.inputs[0].is_some_and(|v| graph.is_model_constant(v));
-            (weights || reads[0] == RowRead::Whole).then(|| simple(reads))?
+            (weights || extended || reads[0] == RowRead::Whole).then(|| simple(reads))?
         }
         _ => None,
     }
