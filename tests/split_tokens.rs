@@ -22,7 +22,9 @@
 mod common;
 
 use common::{compare_in_onnxruntime, float_info, int_init, model, node, wave_init, write_model};
-use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribute_proto};
+use common::{with_int, with_ints};
+use onnx_memplan::ir::Model;
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
 use onnx_memplan::split::layout::{Layout, NCHW};
@@ -30,37 +32,26 @@ use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rewrite::rewrite;
 use onnx_memplan::split::tiling::tile;
 
-fn ints(name: &str, values: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(attribute_proto::AttributeType::Ints as i32),
-        ints: values.to_vec(),
-        ..Default::default()
-    }
+/// A depthwise Conv 3×3, pad 1, over `channels`.
+fn depthwise_3x3(input: &str, weight: &str, output: &str, channels: i64) -> NodeProto {
+    let conv = node("Conv", &[input, weight], &[output]);
+    let conv = with_ints(conv, "kernel_shape", &[3, 3]);
+    with_int(with_ints(conv, "pads", &[1, 1, 1, 1]), "group", channels)
 }
 
-fn int(name: &str, value: i64) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(attribute_proto::AttributeType::Int as i32),
-        i: Some(value),
-        ..Default::default()
-    }
+/// The model at `path`, typed, and its nodes in stored order.
+fn typed_in_order(path: &std::path::Path) -> (ModelProto, Model, Vec<usize>) {
+    let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
+    let order = (0..typed.graph.nodes.len()).collect();
+    (proto, typed, order)
 }
 
 /// The Mix-FFN block on an `h`×`w` grid of tokens with `c` channels and `4c` hidden.
 fn mix_ffn(h: i64, w: i64, c: i64) -> ModelProto {
     let (n, hidden) = (h * w, 4 * c);
-    let mut to_channels = node("Transpose", &["h1"], &["ht"]);
-    to_channels.attribute = vec![ints("perm", &[0, 2, 1])];
-    let mut dw = node("Conv", &["img", "wd"], &["dw"]);
-    dw.attribute = vec![
-        ints("kernel_shape", &[3, 3]),
-        ints("pads", &[1, 1, 1, 1]),
-        int("group", hidden),
-    ];
-    let mut to_tokens = node("Transpose", &["flat"], &["tok"]);
-    to_tokens.attribute = vec![ints("perm", &[0, 2, 1])];
+    let to_channels = with_ints(node("Transpose", &["h1"], &["ht"]), "perm", &[0, 2, 1]);
+    let dw = depthwise_3x3("img", "wd", "dw", hidden);
+    let to_tokens = with_ints(node("Transpose", &["flat"], &["tok"]), "perm", &[0, 2, 1]);
     model(GraphProto {
         name: Some("mix_ffn".into()),
         node: vec![
@@ -94,9 +85,8 @@ fn mix_ffn_in_two_bands_worked_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("mix_ffn.onnx");
     write_model(&mix_ffn(4, 4, 4), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let (proto, typed, order) = typed_in_order(&original);
     let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let chain = chain_of(graph, &order, 17).expect("the ten nodes form a chain");
     assert_eq!(graph.values[chain.output].name, "y");
     // Tokens on axis 1 of X's [1,16,·], axis 2 after the Transpose; NCHW around the Conv.
@@ -202,18 +192,14 @@ fn split_auto_bands_a_mix_ffn_block() {
 /// → Transpose back → Add X → Y.
 fn convnext_block() -> ModelProto {
     let transpose = |from: &str, to: &str, perm: &[i64]| {
-        let mut t = node("Transpose", &[from], &[to]);
-        t.attribute = vec![ints("perm", perm)];
-        t
+        with_ints(node("Transpose", &[from], &[to]), "perm", perm)
     };
-    let mut dw = node("Conv", &["x", "wd"], &["dw"]);
-    dw.attribute = vec![
-        ints("kernel_shape", &[3, 3]),
-        ints("pads", &[1, 1, 1, 1]),
-        int("group", 8),
-    ];
-    let mut norm = node("LayerNormalization", &["nhwc", "gamma", "beta"], &["ln"]);
-    norm.attribute = vec![int("axis", -1)];
+    let dw = depthwise_3x3("x", "wd", "dw", 8);
+    let norm = with_int(
+        node("LayerNormalization", &["nhwc", "gamma", "beta"], &["ln"]),
+        "axis",
+        -1,
+    );
     model(GraphProto {
         name: Some("convnext_block".into()),
         node: vec![
@@ -259,9 +245,8 @@ fn convnext_block_in_two_bands_through_gemm_reshapes() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("convnext_block.onnx");
     write_model(&convnext_block(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let (proto, typed, order) = typed_in_order(&original);
     let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let chain = chain_of(graph, &order, 17).expect("the twelve nodes form a chain");
     let last = Layout::Grid([1, 2]);
     let tokens = Layout::Tokens(0);
