@@ -456,7 +456,20 @@ fn plan_split(
         scatter_inputs: options.liveness.include_io,
         ..options.split
     };
+    // The search is greedy: more candidates may lead it to a dead end the plain rules
+    // avoid (measured on DistilBERT: 1.14x with both rule sets, 1.76x with the plain set), so
+    // the work left after it searches again with the plain set, and the smaller arena wins.
     let outcome = split::search(&first, &split_options, &budgeted_trial, &spend)?;
+    let plain_options = SplitOptions {
+        row_rules: split::rows::PLAIN_RULE_SET,
+        ..split_options
+    };
+    let plain = split::search(&first, &plain_options, &budgeted_trial, &spend)?;
+    let outcome = if plain.info.arena_after < outcome.info.arena_after {
+        plain
+    } else {
+        outcome
+    };
     let ended = match meter.borrow().ending() {
         plan::Ending::Complete if late.get() => plan::Ending::Time,
         ending => ending,

@@ -64,6 +64,9 @@ pub struct SplitOptions {
     /// work units per second, charged per trial plan and per candidate estimate, with the time
     /// as a safety stop.
     pub search_time: std::time::Duration,
+    /// The row rule sets chains are built with (the pipeline searches with both sets, then
+    /// with the plain set alone, and keeps the smaller arena).
+    pub row_rules: &'static [rows::rules::RuleSet],
 }
 
 impl Default for SplitOptions {
@@ -74,6 +77,7 @@ impl Default for SplitOptions {
             budget: None,
             scatter_inputs: true,
             search_time: std::time::Duration::from_secs(60),
+            row_rules: rows::ALL_RULE_SETS,
         }
     }
 }

@@ -589,15 +589,20 @@ fn candidates(
         walk_chains_around(graph, order, step, &allowed, limits, &mut visit)?;
     }
     found.extend(
-        rows::candidates(planned, (live, &rows_hot), &allowed, spend)?
-            .into_iter()
-            .map(|b| Candidate {
-                covers: false,
-                start: b.start,
-                estimate: b.estimate,
-                inside: b.estimate,
-                cut: Cut::Rows(b),
-            }),
+        rows::candidates(
+            planned,
+            (live, &rows_hot),
+            &allowed,
+            (options.row_rules, spend),
+        )?
+        .into_iter()
+        .map(|b| Candidate {
+            covers: false,
+            start: b.start,
+            estimate: b.estimate,
+            inside: b.estimate,
+            cut: Cut::Rows(b),
+        }),
     );
     found.sort_by_key(|c| {
         let key = (c.estimate, c.inside, c.extra_macs(), c.start, c.len());

@@ -25,8 +25,11 @@ use crate::pipeline::Planned;
 use chain::{RowChain, row_chain};
 use rules::RuleSet;
 
-/// The rule sets chains are built with, each chain a candidate of its own.
-const RULE_SETS: [RuleSet; 2] = [RuleSet::Plain, RuleSet::Extended];
+/// Both rule sets: each chain is built with each, and both are candidates.
+pub const ALL_RULE_SETS: &[RuleSet] = &[RuleSet::Plain, RuleSet::Extended];
+
+/// The plain rule set alone.
+pub const PLAIN_RULE_SET: &[RuleSet] = &[RuleSet::Plain];
 
 /// Block counts the search tries.
 const BLOCKS: &[i64] = &[2, 4, 8, 16];
@@ -48,13 +51,14 @@ pub struct Blocking {
 
 /// The row chains through the `hot` steps of the plan (where the live bytes peak, or under a
 /// budget the steps whose operands exceed it), each with its best block count by estimate
-/// (`live`: bytes live per step); `allowed` says which nodes may be split. Each chain built
-/// and each estimate is charged to `spend`.
+/// (`live`: bytes live per step); `allowed` says which nodes may be split; each chain is
+/// built with each rule set of `sets`. Each chain built and each estimate is charged to
+/// `spend`.
 pub fn candidates(
     planned: &Planned,
     (live, hot): (&[u64], &[usize]),
     allowed: &dyn Fn(usize) -> bool,
-    spend: Spend,
+    (sets, spend): (&[RuleSet], Spend),
 ) -> Result<Vec<Blocking>, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
@@ -71,7 +75,7 @@ pub fn candidates(
             let Some(shape) = super::rules::shape_of(graph, out) else {
                 continue;
             };
-            for (axis, set) in (0..shape.len()).flat_map(|a| RULE_SETS.map(|set| (a, set))) {
+            for (axis, &set) in (0..shape.len()).flat_map(|a| sets.iter().map(move |s| (a, s))) {
                 // Hot steps close together reach the same ends: each chain is built once.
                 if let Entry::Vacant(slot) = built.entry((end, axis, set)) {
                     let chain = row_chain(graph, order, [0, end], axis, (opset, set), allowed);
