@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::layout::{Layout, NCHW, Placed, input_places, resolve};
+use super::layout::{Layout, NCHW, Placed, fixes_layout, input_places, resolve};
 use super::rules::{Inputs, Rule, rule_of, shape_of};
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -87,11 +87,8 @@ pub fn walk_chains_around<E>(
     // Token-major and channels-last nodes join only runs that reach an NCHW operator, which
     // fixes where positions are (a plain transformer has none, and its rows are row
     // blocking's).
-    let fixes = |step: usize| match rule_at(step) {
-        Some(Rule::Rows) | None => false,
-        Some(Rule::Pointwise(Inputs::All)) => graph.nodes[order[step]].op_type == "Concat",
-        Some(_) => true,
-    };
+    let fixes =
+        |step: usize| rule_at(step).is_some_and(|r| fixes_layout(&r, &graph.nodes[order[step]]));
     let splittable_with = |step: usize, rows: bool| {
         allowed(order[step])
             && !constant(step)
@@ -240,13 +237,12 @@ fn input_layouts(
     placed: Placed,
     opset: i64,
 ) -> Option<Vec<Option<Placed>>> {
-    match rule {
-        Rule::Rows => input_places(graph, node, placed, opset),
-        Rule::Pointwise(Inputs::All) if node.op_type != "Concat" => {
-            input_places(graph, node, placed, opset)
-        }
-        _ if placed.0 == NCHW => nchw_inputs(graph, node, rule, placed.1),
-        _ => None,
+    if !fixes_layout(rule, node) {
+        input_places(graph, node, placed, opset)
+    } else if placed.0 == NCHW {
+        nchw_inputs(graph, node, rule, placed.1)
+    } else {
+        None
     }
 }
 

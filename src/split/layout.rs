@@ -79,6 +79,17 @@ fn reshapes(node: &Node) -> bool {
     node.domain.is_empty() && matches!(node.op_type.as_str(), "Reshape" | "Flatten")
 }
 
+/// Whether a node is an NCHW operator, which fixes where its tensors keep their positions: a
+/// window, an upsampling, BatchNormalization or a channel Concat. An elementwise or token-major
+/// node's layout follows its neighbours'.
+pub fn fixes_layout(rule: &Rule, node: &Node) -> bool {
+    match rule {
+        Rule::Rows => false,
+        Rule::Pointwise(Inputs::All) => node.op_type == "Concat",
+        Rule::Pointwise(Inputs::First) | Rule::Window(_) | Rule::Upsample(_) => true,
+    }
+}
+
 /// H and W of an NCHW value.
 fn nchw_grid(graph: &Graph, v: ValueId) -> Option<[i64; 2]> {
     let s = shape_of(graph, v)?;
@@ -229,15 +240,13 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
     for (&id, rule) in nodes.iter().zip(rules) {
         let node = &graph.nodes[id];
         let out = output(id)?;
+        if !fixes_layout(rule, node) {
+            free.push(id);
+            continue;
+        }
         let spatial: &[Option<ValueId>] = match rule {
-            Rule::Window(_) | Rule::Upsample(_) | Rule::Pointwise(Inputs::First) => {
-                &node.inputs[..1]
-            }
-            Rule::Pointwise(Inputs::All) if node.op_type == "Concat" => &node.inputs,
-            Rule::Pointwise(Inputs::All) | Rule::Rows => {
-                free.push(id);
-                continue;
-            }
+            Rule::Pointwise(Inputs::All) => &node.inputs,
+            _ => &node.inputs[..1],
         };
         set(&mut known, out, (NCHW, nchw_grid(graph, out)?))?;
         for &v in spatial.iter().flatten() {

@@ -81,6 +81,8 @@ pub fn rewrite(
             let mut pads = None;
             for (i, read) in chain.reads[k].iter().enumerate() {
                 let input = node.inputs[i];
+                // H × W of the input (`None` for inputs read whole or absent).
+                let grid = chain.input_grid(graph, k, i);
                 let (source, held, layout) = match *read {
                     Read::Absent => {
                         inputs.push(String::new());
@@ -92,13 +94,13 @@ pub fn rewrite(
                     }
                     Read::Inside(j) => (made[j].clone(), tile.computed[j], chain.layouts[j]),
                     Read::Outside(layout) => {
-                        let grid = chain.input_grid(graph, k, i).expect("tiles read a grid");
+                        let [h, w] = grid.expect("tiles read a grid");
                         let name = graph.values[input.expect("present")].name.clone();
-                        (name, full(grid[0], grid[1]), layout)
+                        (name, full(h, w), layout)
                     }
                 };
                 let need = tile.reads[k][i].expect("spatial inputs have a region");
-                let [h, w] = chain.input_grid(graph, k, i).expect("tiles read a grid");
+                let [h, w] = grid.expect("tiles read a grid");
                 let want = [need[0].clip(h), need[1].clip(w)];
                 if i == 0 {
                     pads = Some(pads_of(need, want));
