@@ -456,20 +456,24 @@ fn plan_split(
         scatter_inputs: options.liveness.include_io,
         ..options.split
     };
-    // The search is greedy: more candidates may lead it to a dead end the plain rules
-    // avoid (measured on DistilBERT: 1.14x with both rule sets, 1.76x with the plain set), so
-    // the work left after it searches again with the plain set, and the smaller arena wins.
-    let outcome = split::search(&first, &split_options, &budgeted_trial, &spend)?;
-    let plain_options = SplitOptions {
-        row_rules: split::rows::PLAIN_RULE_SET,
-        ..split_options
-    };
-    let plain = split::search(&first, &plain_options, &budgeted_trial, &spend)?;
-    let outcome = if plain.info.arena_after < outcome.info.arena_after {
-        plain
-    } else {
-        outcome
-    };
+    // The search is greedy: each of split::SEARCHES searches on the work left by those
+    // before it, and the smallest arena wins (the first of equals).
+    let mut outcome: Option<split::Outcome> = None;
+    for &(row_rules, recompute) in split::SEARCHES {
+        let variant = SplitOptions {
+            row_rules,
+            recompute,
+            ..split_options
+        };
+        let found = split::search(&first, &variant, &budgeted_trial, &spend)?;
+        if outcome
+            .as_ref()
+            .is_none_or(|o| found.info.arena_after < o.info.arena_after)
+        {
+            outcome = Some(found);
+        }
+    }
+    let outcome = outcome.expect("at least one search");
     let ended = match meter.borrow().ending() {
         plan::Ending::Complete if late.get() => plan::Ending::Time,
         ending => ending,

@@ -24,7 +24,7 @@ use onnx_memplan::ir::{Graph, Model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::{RowChain, row_chain};
+use onnx_memplan::split::rows::chain::{Recompute, RowChain, row_chain};
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 use onnx_memplan::split::rows::sink::sunk;
@@ -110,7 +110,14 @@ fn last_output_chain_by(path: &Path, set: RuleSet, axis: usize) -> (ModelProto, 
     let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
     let order: Vec<usize> = (0..typed.graph.nodes.len()).collect();
     let end = order.len() - 1;
-    let chain = row_chain(&typed.graph, &order, [0, end], axis, (17, set), &|_| true);
+    let chain = row_chain(
+        &typed.graph,
+        &order,
+        [0, end],
+        axis,
+        (17, set, Recompute::Cheap),
+        &|_| true,
+    );
     (proto, typed, chain.expect("a row chain"))
 }
 
@@ -266,8 +273,15 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let end = graph.value("y").unwrap().producer.unwrap();
-    let chain = row_chain(graph, &order, [0, end], 1, (17, RuleSet::Plain), &|_| true)
-        .expect("a row chain");
+    let chain = row_chain(
+        graph,
+        &order,
+        [0, end],
+        1,
+        (17, RuleSet::Plain, Recompute::Cheap),
+        &|_| true,
+    )
+    .expect("a row chain");
     let output_of = |n: usize| {
         graph.values[graph.nodes[n].outputs[0].unwrap()]
             .name
@@ -303,6 +317,80 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     assert_eq!(greaters.len(), 5);
     assert_eq!(greaters.iter().filter(|n| n.input[0] == "mean").count(), 1);
     let split = dir.path().join("masked.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &original, &split);
+}
+
+/// The attention block of [`attention`] behind a pre-norm LayerNorm: `ln` = LayerNorm(x)
+/// (over the 8 features) feeds the Q, K and V projections, and the residual Add reads `x`.
+fn pre_norm_attention(s: i64) -> ModelProto {
+    let mut m = attention(s);
+    let g = m.graph.as_mut().unwrap();
+    for n in g.node.iter_mut().filter(|n| n.op_type() == "MatMul") {
+        if n.input[0] == "x" {
+            n.input[0] = "ln".into();
+        }
+    }
+    g.node.insert(
+        0,
+        node("LayerNormalization", &["x", "gamma", "beta"], &["ln"]),
+    );
+    g.initializer
+        .extend([weights("gamma", &[8], 6.0), weights("beta", &[8], 7.0)]);
+    m
+}
+
+/// Worked by hand for S = 16 and 4 blocks. The LayerNorm's output `ln` (512 bytes) is read
+/// whole by the K and V projections, so it cannot join the chain as a member. Recomputing
+/// it per block reads `x` (512 bytes) and the constant scale and bias: under
+/// `Recompute::Cheap` a LayerNorm is not recomputed at all (the chain is the 13 nodes of the
+/// plain block, reading slices of `ln`); under `Recompute::Normalizations` `x` costs nothing,
+/// since the residual Add (a member) reads it anyway, so 0 < 512 bytes and the LayerNorm
+/// joins first as a shared node: each block recomputes its 4 rows of `ln` from 4 rows of `x`,
+/// and the original stays for the K and V projections: 5 LayerNorms in the rewrite, the
+/// original reading `x` and one per block reading its slice.
+#[test]
+fn a_pre_norm_layer_norm_is_recomputed_per_block_under_the_wider_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("prenorm.onnx");
+    write_model(&pre_norm_attention(16), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let end = graph.value("y").unwrap().producer.unwrap();
+    let chain_with = |recompute| {
+        row_chain(
+            graph,
+            &order,
+            [0, end],
+            1,
+            (17, RuleSet::Plain, recompute),
+            &|_| true,
+        )
+        .expect("a row chain")
+    };
+    let plain = [
+        "q0", "q", "q4", "qt", "scores", "scaled", "masked", "probs", "ctx", "ct", "merged", "o",
+        "y",
+    ];
+    assert_eq!(made_by(graph, &chain_with(Recompute::Cheap)), plain);
+    let chain = chain_with(Recompute::Normalizations);
+    let mut wider = vec!["ln"];
+    wider.extend(plain);
+    assert_eq!(made_by(graph, &chain), wider);
+    assert_eq!(chain.axes, [1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1]);
+    assert_eq!(chain.shared, [graph.value("ln").unwrap().producer.unwrap()]);
+
+    let blocks = Span::parts(16, 4);
+    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let nodes = &rewritten.model.graph.as_ref().unwrap().node;
+    let norms: Vec<_> = nodes
+        .iter()
+        .filter(|n| n.op_type() == "LayerNormalization")
+        .collect();
+    assert_eq!(norms.len(), 5);
+    assert_eq!(norms.iter().filter(|n| n.input[0] == "x").count(), 1);
+    let split = dir.path().join("prenorm.split.onnx");
     write_model(&rewritten.model, &split);
     common::plans_and_matches(dir.path(), &original, &split);
 }
@@ -608,7 +696,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
                 &order,
                 [0, making(out)],
                 1,
-                (17, RuleSet::Plain),
+                (17, RuleSet::Plain, Recompute::Cheap),
                 &|_| true,
             )
             .unwrap()
@@ -766,8 +854,15 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = row_chain(graph, &order, [0, 1], 1, (17, RuleSet::Plain), &|_| true)
-        .expect("MatMul and Split");
+    let chain = row_chain(
+        graph,
+        &order,
+        [0, 1],
+        1,
+        (17, RuleSet::Plain, Recompute::Cheap),
+        &|_| true,
+    )
+    .expect("MatMul and Split");
     assert_eq!(made_by(graph, &chain), ["qkv", "q"]);
     let names: Vec<&str> = chain
         .outputs
@@ -965,9 +1060,14 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
             .unwrap()
     };
     let ctx = made_at("ctx");
-    let heads = row_chain(graph, &order, [0, ctx], 1, (17, RuleSet::Extended), &|_| {
-        true
-    })
+    let heads = row_chain(
+        graph,
+        &order,
+        [0, ctx],
+        1,
+        (17, RuleSet::Extended, Recompute::Cheap),
+        &|_| true,
+    )
     .expect("a head chain");
     let made = made_by(graph, &heads);
     assert!(
@@ -1050,7 +1150,14 @@ fn window_attention_blocked_by_windows_through_gathers_and_merges() {
     let (proto, typed, chain) = last_output_chain_by(&original, RuleSet::Extended, 0);
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let plain = row_chain(graph, &order, [0, 15], 0, (17, RuleSet::Plain), &|_| true);
+    let plain = row_chain(
+        graph,
+        &order,
+        [0, 15],
+        0,
+        (17, RuleSet::Plain, Recompute::Cheap),
+        &|_| true,
+    );
     assert!(plain.is_none(), "{plain:?}");
     assert_eq!(chain.nodes.len(), 16);
     assert_eq!(chain.axes[0], 0);

@@ -593,7 +593,7 @@ fn candidates(
             planned,
             (live, &rows_hot),
             &allowed,
-            (options.row_rules, spend),
+            (options.row_rules, options.recompute, spend),
         )?
         .into_iter()
         .map(|b| Candidate {

@@ -46,18 +46,32 @@ pub struct RowChain {
     pub shared: Vec<NodeId>,
 }
 
+/// Which cheap producers a chain may recompute per block while their output stays whole for
+/// readers outside it (see [`row_chain`]). A search is made with each: recomputing more
+/// lets chains grow, and a greedy search may then end worse (measured on BART: a chain
+/// recomputing the decoder's embedding LayerNorm left the encoder's attention whole).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Recompute {
+    /// Elementwise operators and those that move values.
+    Cheap,
+    /// Also reductions and normalizations (a pre-norm layer's LayerNorm, so its whole output
+    /// dies once the key and value projections have read it).
+    Normalizations,
+}
+
 /// The row chain making the output of the node at step `end` of `order`, cut along `axis` of
 /// that output, from nodes at steps `≥ start`, by the row table's `rules` (the default
-/// domain's opset and the rule set); `allowed` says which nodes may be split.
-/// `None` unless it has at least two nodes.
+/// domain's opset, the rule set, and which producers it may recompute); `allowed` says which
+/// nodes may be split. `None` unless it has at least two nodes.
 pub fn row_chain(
     graph: &Graph,
     order: &[NodeId],
     [start, end]: [usize; 2],
     axis: usize,
-    rules: (i64, RuleSet),
+    (opset, set, recompute): (i64, RuleSet, Recompute),
     allowed: &dyn Fn(NodeId) -> bool,
 ) -> Option<RowChain> {
+    let rules = (opset, set);
     let seed = order[end];
     let output = graph.nodes[seed].outputs.first().copied().flatten()?;
     if crate::split::rules::shape_of(graph, output)?
@@ -106,7 +120,7 @@ pub fn row_chain(
                 continue;
             }
             if !readers_inside {
-                if !recomputable(graph, id) {
+                if !recomputable(graph, id, (recompute, &wanted)) {
                     continue;
                 }
                 share = true;
@@ -216,7 +230,7 @@ fn gcd(a: i64, b: i64) -> i64 {
 }
 
 /// Operators that move or map values without multiply-accumulates, each with a row rule: a
-/// node of these may be recomputed per block.
+/// node of these (or an elementwise one) may be recomputed per block.
 const CHEAP: &[&str] = &[
     "Gather",
     "Transpose",
@@ -227,33 +241,58 @@ const CHEAP: &[&str] = &[
     "Expand",
 ];
 
+/// Normalizations over the last axes, each with a row rule: linear in their input's size,
+/// without multiply-accumulates by weights, so a block may recompute its own rows (a pre-norm
+/// layer's LayerNorm, whose whole output the key and value projections also read).
+const NORMALIZATIONS: &[(&str, &str)] = &[
+    ("", "LayerNormalization"),
+    ("", "RMSNormalization"),
+    ("com.microsoft", "SimplifiedLayerNormalization"),
+];
+
 /// Most producers the search for a node's recomputation cost walks through.
 const CONE_LIMIT: usize = 64;
 
 /// Whether a node may be recomputed per block while its output stays for other readers: a
-/// cheap operator (elementwise, or moving values) whose recomputation, through producers that
-/// are themselves cheap, needs fewer run-time bytes than its output holds. The chain then holds
-/// those inputs (a boolean mask, the positions a relative-position bias is gathered from)
-/// instead of the large output.
-fn recomputable(graph: &Graph, node: NodeId) -> bool {
+/// cheap operator (elementwise, moving values, a reduction or a normalization) whose
+/// recomputation, through producers that are themselves cheap, needs fewer run-time bytes than
+/// its output holds, under [`Recompute::Normalizations`] not counting the tensors the chain
+/// reads anyway (`held`: a pre-norm layer's input, which its residual Add reads). The chain
+/// then holds those inputs (a boolean
+/// mask, the positions a relative-position bias is gathered from, the layer's input) instead
+/// of the large output.
+fn recomputable(
+    graph: &Graph,
+    node: NodeId,
+    (recompute, held): (Recompute, &HashMap<ValueId, Option<usize>>),
+) -> bool {
     let Some(out) = graph.nodes[node].outputs.first().copied().flatten() else {
         return false;
     };
-    if !cheap(graph, node) || !run_time(graph, out) {
+    if !cheap(graph, node, recompute) || !run_time(graph, out) {
         return false;
     }
-    let mut seen = HashSet::new();
+    // Under the wider policy, what the chain reads anyway costs nothing more.
+    let mut seen: HashSet<ValueId> = match recompute {
+        Recompute::Cheap => HashSet::new(),
+        Recompute::Normalizations => held.keys().copied().collect(),
+    };
     let mut walked = 0;
-    cone_cost(graph, node, &mut seen, &mut walked) < super::estimate::bytes(graph, out)
+    cone_cost(graph, node, (recompute, &mut seen), &mut walked) < super::estimate::bytes(graph, out)
 }
 
-/// Whether a node is a cheap default-domain operator with one output.
-fn cheap(graph: &Graph, node: NodeId) -> bool {
+/// Whether a node is a cheap operator with one output: elementwise or moving values, and
+/// under [`Recompute::Normalizations`] also a reduction or a normalization.
+fn cheap(graph: &Graph, node: NodeId, recompute: Recompute) -> bool {
     let n = &graph.nodes[node];
     let op = n.op_type.as_str();
-    n.domain.is_empty()
-        && n.outputs.iter().flatten().count() == 1
-        && (crate::split::rules::ELEMENTWISE.contains(&op) || CHEAP.contains(&op))
+    let wider = recompute == Recompute::Normalizations;
+    let default = n.domain.is_empty()
+        && (crate::split::rules::ELEMENTWISE.contains(&op)
+            || CHEAP.contains(&op)
+            || (wider && super::rules::REDUCTIONS.contains(&op)));
+    n.outputs.iter().flatten().count() == 1
+        && (default || (wider && NORMALIZATIONS.contains(&(n.domain.as_str(), op))))
 }
 
 /// Whether a value is made at run time and so takes arena bytes: liveness's own test (not a
@@ -264,9 +303,15 @@ fn run_time(graph: &Graph, v: ValueId) -> bool {
 }
 
 /// The run-time bytes recomputing `node` reads: each run-time input counts whole, unless a
-/// cheap producer recomputes it for less. `seen` keeps shared inputs counted once; `walked`
+/// cheap producer recomputes it for less. `seen` keeps shared inputs counted once (and holds
+/// those that cost nothing from the start); `walked`
 /// caps the producers visited at [`CONE_LIMIT`].
-fn cone_cost(graph: &Graph, node: NodeId, seen: &mut HashSet<ValueId>, walked: &mut usize) -> u64 {
+fn cone_cost(
+    graph: &Graph,
+    node: NodeId,
+    (recompute, seen): (Recompute, &mut HashSet<ValueId>),
+    walked: &mut usize,
+) -> u64 {
     *walked += 1;
     let mut cost = 0;
     for &v in graph.nodes[node].inputs.iter().flatten() {
@@ -275,8 +320,8 @@ fn cone_cost(graph: &Graph, node: NodeId, seen: &mut HashSet<ValueId>, walked: &
         }
         let whole = super::estimate::bytes(graph, v);
         cost += match graph.values[v].producer {
-            Some(p) if *walked < CONE_LIMIT && cheap(graph, p) => {
-                whole.min(cone_cost(graph, p, seen, walked))
+            Some(p) if *walked < CONE_LIMIT && cheap(graph, p, recompute) => {
+                whole.min(cone_cost(graph, p, (recompute, seen), walked))
             }
             _ => whole,
         };

@@ -22,7 +22,7 @@ use super::region::Span;
 use super::{Spend, Spent};
 use crate::emit::{SplitChain, SplitNode};
 use crate::pipeline::Planned;
-use chain::{RowChain, row_chain};
+use chain::{Recompute, RowChain, row_chain};
 use rules::RuleSet;
 
 /// Both rule sets: each chain is built with each, and both are candidates.
@@ -52,13 +52,13 @@ pub struct Blocking {
 /// The row chains through the `hot` steps of the plan (where the live bytes peak, or under a
 /// budget the steps whose operands exceed it), each with its best block count by estimate
 /// (`live`: bytes live per step); `allowed` says which nodes may be split; each chain is
-/// built with each rule set of `sets`. Each chain built and each estimate is charged to
-/// `spend`.
+/// built with each rule set of `sets`, recomputing what `recompute` allows. Each chain
+/// built and each estimate is charged to `spend`.
 pub fn candidates(
     planned: &Planned,
     (live, hot): (&[u64], &[usize]),
     allowed: &dyn Fn(usize) -> bool,
-    (sets, spend): (&[RuleSet], Spend),
+    (sets, recompute, spend): (&[RuleSet], Recompute, Spend),
 ) -> Result<Vec<Blocking>, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
@@ -78,7 +78,8 @@ pub fn candidates(
             for (axis, &set) in (0..shape.len()).flat_map(|a| sets.iter().map(move |s| (a, s))) {
                 // Hot steps close together reach the same ends: each chain is built once.
                 if let Entry::Vacant(slot) = built.entry((end, axis, set)) {
-                    let chain = row_chain(graph, order, [0, end], axis, (opset, set), allowed);
+                    let rules = (opset, set, recompute);
+                    let chain = row_chain(graph, order, [0, end], axis, rules, allowed);
                     let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
                     if !spend(visits * UNITS_PER_NODE_VISIT) {
                         return Err(Spent);
