@@ -388,18 +388,24 @@ fn plan_split(
     budget: &Budget,
 ) -> Result<Planned> {
     // Split tiles land in their chain's output as strided views (where that lowers the
-    // bound; see `liveness::analyse_best`).
-    let options = &Options {
+    // bound; see `liveness::analyse_best`). Row blocks may write over their input's rows in
+    // the searches that let them (`blockwise`; not under a budget, where each step's operands
+    // must fit rather than the peak), and then in the final plan if one of those wins.
+    let can_overwrite_blocks =
+        options.liveness.alias && options.liveness.inplace && options.modes.budget.is_none();
+    let with_blocks = |blockwise: bool| Options {
         liveness: LivenessOptions {
             strided: options.liveness.alias,
+            blockwise: blockwise && can_overwrite_blocks,
             ..options.liveness
         },
         ..options.clone()
     };
-    let trial = Options {
+    let options = &with_blocks(false);
+    let trials = [false, true].map(|blockwise| Options {
         modes: crate::modes::ModeOptions::default(),
-        ..options.clone()
-    };
+        ..with_blocks(blockwise)
+    });
     // The split search's own allowance (`--split-time`): each trial is charged its planner's
     // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
     // the work is spent or the time is up (the safety stop).
@@ -415,13 +421,14 @@ fn plan_split(
     let trial_work = budget.work / 8;
     let pace = std::cell::Cell::new((0.0f64, 0u64));
     let nodes_of = |m: &ModelProto| m.graph.as_ref().map_or(0, |g| g.node.len() as u64);
-    let plan_trial = |model: ModelProto| -> Result<Planned> {
+    let plan_trial = |model: ModelProto, blockwise: bool| -> Result<Planned> {
         let (nodes, started) = (nodes_of(&model), Instant::now());
         let trial_budget = Budget {
             deadline: split_budget.deadline,
             ..budget.part_of(trial_work)
         };
-        let planned = plan_proto(path, model, &trial, &trial_budget)?;
+        let trial = &trials[usize::from(blockwise)];
+        let planned = plan_proto(path, model, trial, &trial_budget)?;
         let (seconds, counted) = pace.get();
         pace.set((seconds + started.elapsed().as_secs_f64(), counted + nodes));
         Ok(planned)
@@ -430,7 +437,7 @@ fn plan_split(
     let meter = std::cell::RefCell::new(split_budget.meter());
     let late = std::cell::Cell::new(false);
     let spend = |units: u64| meter.borrow_mut().spend(units);
-    let budgeted_trial = |model: ModelProto| -> Result<Option<Planned>> {
+    let budgeted_trial = |model: ModelProto, blockwise: bool| -> Result<Option<Planned>> {
         let nodes = nodes_of(&model);
         if !spend(nodes.saturating_mul(TRIAL_WORK_PER_NODE)) || !meter.borrow_mut().running() {
             return Ok(None);
@@ -444,11 +451,11 @@ fn plan_split(
             late.set(true);
             return Ok(None);
         }
-        let planned = plan_trial(model)?;
+        let planned = plan_trial(model, blockwise)?;
         spend(planned.work);
         Ok(Some(planned))
     };
-    let first = plan_trial(proto)?;
+    let first = plan_trial(proto, false)?;
     let first_work = first.work.min(trial_work);
     budget.report_phase("splitting");
     let split_options = SplitOptions {
@@ -457,23 +464,28 @@ fn plan_split(
         ..options.split
     };
     // The search is greedy: each of split::SEARCHES searches on the work left by those
-    // before it, and the smallest arena wins (the first of equals).
-    let mut outcome: Option<split::Outcome> = None;
-    for &(row_rules, recompute) in split::SEARCHES {
+    // before it, and the best rank wins (under a budget the one that fits, then the
+    // smallest arena; the first of equals).
+    let mut outcome: Option<(split::Outcome, bool)> = None;
+    for &(row_rules, recompute, blockwise) in split::SEARCHES {
+        // Without blocks written over their input these repeat the searches before.
+        if blockwise && !can_overwrite_blocks {
+            continue;
+        }
         let variant = SplitOptions {
             row_rules,
             recompute,
+            blockwise: blockwise.then_some(options.liveness.alignment.max(1)),
             ..split_options
         };
-        let found = split::search(&first, &variant, &budgeted_trial, &spend)?;
-        if outcome
-            .as_ref()
-            .is_none_or(|o| found.info.arena_after < o.info.arena_after)
-        {
-            outcome = Some(found);
+        let trial = |model: ModelProto| budgeted_trial(model, blockwise);
+        let found = split::search(&first, &variant, &trial, &spend)?;
+        if outcome.as_ref().is_none_or(|o| found.rank < o.0.rank) {
+            outcome = Some((found, blockwise));
         }
     }
-    let outcome = outcome.expect("at least one search");
+    let (outcome, blockwise) = outcome.expect("at least one search");
+    let options = &with_blocks(blockwise);
     let ended = match meter.borrow().ending() {
         plan::Ending::Complete if late.get() => plan::Ending::Time,
         ending => ending,
@@ -591,6 +603,7 @@ pub(crate) fn plan_proto(
             // touching a data-dependent size.
             let fixed_layout = LivenessOptions {
                 strided: false,
+                blockwise: false,
                 ..options.liveness
             };
             analyse_with(graph, order.to_vec(), fixed_layout, &|n| {

@@ -395,6 +395,91 @@ fn a_pre_norm_layer_norm_is_recomputed_per_block_under_the_wider_policy() {
     common::plans_and_matches(dir.path(), &original, &split);
 }
 
+/// [`pre_norm_attention`] with its layer input made at run time (`x = Relu(inp)`) and its
+/// output read once more (`out = Neg(y)`), so both are intermediates.
+fn pre_norm_layer_inside(s: i64) -> ModelProto {
+    let mut m = pre_norm_attention(s);
+    let g = m.graph.as_mut().unwrap();
+    g.node.insert(0, node("Relu", &["inp"], &["x"]));
+    g.node.push(node("Neg", &["y"], &["out"]));
+    g.input = vec![float_info("inp", &[1, s, 8])];
+    g.output = vec![float_info("out", &[1, s, 8])];
+    m
+}
+
+/// Worked by hand for S = 16 and 4 blocks of 4 rows, the plain chain making `y` (13 nodes,
+/// reading rows of `ln` and of `x`): with blocks allowed to write over their input
+/// (`blockwise`, alignment 64), each of `x` and `ln` [1,16,8] (512 bytes, 32 a row) is cut
+/// by one Split into 4 parts of 128 bytes starting at 0, 128, 256 and 384 (multiples of 64),
+/// each a view of it. Block b's residual Add `y_b = o_b + x_b` is the last reader of x_b, and
+/// `x` itself was last read by its Split, so y_b overwrites x_b; the Concat making `y` then
+/// takes those bytes: `y` at `x`'s offset, y_b a slice of it 128·b bytes in. The table
+/// verifies and the rewrite matches onnxruntime. Tampered so that part r2 of `x` claims the
+/// bytes of part r1, the verifier refuses the overwrite of r1 (a tensor holding its bytes is
+/// read later).
+#[test]
+fn blocks_write_their_output_over_the_rows_of_their_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("layer.onnx");
+    write_model(&pre_norm_layer_inside(16), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let end = graph.value("y").unwrap().producer.unwrap();
+    let rules = (17, RuleSet::Plain, Recompute::Cheap);
+    let chain = row_chain(graph, &order, [0, end], 1, rules, &|_| true).unwrap();
+    assert_eq!(chain.nodes.len(), 13);
+    let blocks = Span::parts(16, 4);
+    let cut = RowCut {
+        blockwise: Some(64),
+        ..one_cut(&chain, &blocks)
+    };
+    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let nodes = &rewritten.model.graph.as_ref().unwrap().node;
+    let splits: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.op_type() == "Split")
+        .map(|n| n.input[0].as_str())
+        .collect();
+    assert_eq!(splits, ["ln", "x"]);
+    let split = dir.path().join("layer.split.onnx");
+    write_model(&rewritten.model, &split);
+
+    let options = onnx_memplan::pipeline::Options {
+        liveness: onnx_memplan::liveness::LivenessOptions {
+            blockwise: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let planned = onnx_memplan::pipeline::plan_model(&split, &options).unwrap();
+    let table = &planned.table;
+    let entry = |name: &str| table.tensors.iter().find(|t| t.name == name).unwrap();
+    assert_eq!(entry("y").offset, entry("x").offset);
+    for b in 0..4 {
+        let y_b = entry(&format!("y/split1/r{b}"));
+        let x_b = format!("x/split1/r{b}/part");
+        assert_eq!(y_b.inplace_of.as_deref(), Some(x_b.as_str()));
+        assert_eq!(y_b.alias_of.as_deref(), Some("y"));
+        assert_eq!(y_b.alias_offset, Some(128 * b as u64));
+        assert_eq!(entry(&x_b).alias_of.as_deref(), Some("x"));
+    }
+    let problems = onnx_memplan::pipeline::verify_table(&split, table).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    compare_in_onnxruntime(&original, &split);
+
+    let mut tampered = table.clone();
+    let r1 = entry("x/split1/r1/part").offset;
+    for t in &mut tampered.tensors {
+        if t.name == "x/split1/r2/part" {
+            (t.offset, t.alias_offset) = (r1, Some(128));
+        }
+    }
+    let path = dir.path().join("tampered.json");
+    std::fs::write(&path, serde_json::to_string(&tampered).unwrap()).unwrap();
+    common::assert_verify_refuses(&split, &path, "which holds the same bytes");
+}
+
 /// The order a rewrite starts from, worked by hand on x [1,16,8] (512 B) and the stored order
 /// b = x·2 (512 B), m = ReduceMean(x, axis 2) ([1,16,1], 64 B), y = b + m: b frees nothing
 /// (x is read again by m), so it sinks to just before its reader y; m frees x (512 B) and
@@ -712,6 +797,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
             chain,
             blocks: &blocks,
             label: format!("split{}", k + 1),
+            blockwise: None,
         })
         .collect();
     let rewritten = rewrite_rows(&proto, graph, &order, &cuts);
@@ -1177,5 +1263,6 @@ fn one_cut<'a>(chain: &'a RowChain, blocks: &'a [Span]) -> RowCut<'a> {
         chain,
         blocks,
         label: "split1".to_string(),
+        blockwise: None,
     }
 }

@@ -112,6 +112,7 @@ impl PlanArgs {
                 include_io: !self.exclude_io,
                 alignment: self.alignment,
                 strided: false,
+                blockwise: false,
             },
             planner: self.planner,
             time_limit: Duration::from_secs_f64(self.time_limit),

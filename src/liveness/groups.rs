@@ -23,6 +23,12 @@ pub struct LivenessOptions {
     /// tensor) be strided views into it, so the Concat moves nothing (the split stage turns
     /// this on; a runtime must then honour each tensor's `strides`).
     pub strided: bool,
+    /// Let an elementwise output overwrite a slice of a tensor that dies at its node while
+    /// the tensor's other slices live on (no live tensor sharing those bytes), and a Concat
+    /// take the bytes its parts already share in one buffer: a row chain's blocks then write
+    /// their output over the rows of their input, block by block (the split stage turns this
+    /// on).
+    pub blockwise: bool,
 }
 
 impl Default for LivenessOptions {
@@ -33,6 +39,7 @@ impl Default for LivenessOptions {
             include_io: true,
             alignment: 64,
             strided: false,
+            blockwise: false,
         }
     }
 }
@@ -83,9 +90,11 @@ pub struct Liveness {
     /// For each tensor laid out as a strided view (see [`LivenessOptions::strided`]), its
     /// byte strides per axis; `None` for row-major tensors.
     pub strides: Vec<Option<Vec<u64>>>,
-    /// For each Concat part that is a strided view of the Concat's output: that output and
-    /// the bytes from its first element to the part's (its `sharing` is kept: a part may
-    /// also be written in place over its producer's input).
+    /// For each Concat part that is a view of the Concat's output without being its alias
+    /// (a strided view, or a part the output took in place, see
+    /// [`LivenessOptions::blockwise`]): that output and the bytes from its first element to
+    /// the part's (its `sharing` is kept: a part may also be written in place over its
+    /// producer's input).
     pub part_of: Vec<Option<(usize, u64)>>,
 }
 
@@ -186,6 +195,7 @@ impl<'g> Analyser<'g> {
             part_of: vec![None; tensors.len()],
             alignment: options.alignment.max(1),
             strided: options.strided,
+            blockwise: options.blockwise,
         };
         for (step, &node_id) in self.order.iter().enumerate() {
             match self.rules[node_id] {
@@ -194,7 +204,7 @@ impl<'g> Analyser<'g> {
                 }
                 ReuseRule::Alias if options.alias => grouping.try_alias(node_id),
                 ReuseRule::ConcatSlices if options.alias && slices(node_id) => {
-                    grouping.try_concat(node_id)
+                    grouping.try_concat(node_id, step)
                 }
                 ReuseRule::SplitSlices if options.alias && slices(node_id) => {
                     grouping.try_split(node_id)
@@ -259,6 +269,7 @@ struct Grouping<'a> {
     part_of: Vec<Option<(usize, u64)>>,
     alignment: u64,
     strided: bool,
+    blockwise: bool,
 }
 
 impl Grouping<'_> {
@@ -320,7 +331,18 @@ impl Grouping<'_> {
         if self.single(out).is_none() {
             return;
         }
-        for &slot in candidates {
+        // Under `blockwise`, a slice of a buffer that lives on is overwritten first: the
+        // output then lies where a Concat of such outputs can take it (see `try_assembled`).
+        let mut slots = candidates.to_vec();
+        if self.blockwise {
+            let lives_on = |slot: &usize| {
+                self.tensor(node.inputs.get(*slot).copied().flatten())
+                    .and_then(|t| self.buffer_of[t])
+                    .is_some_and(|b| self.buffers[b].last > step)
+            };
+            slots.sort_by_key(|s| !lives_on(s));
+        }
+        for slot in slots {
             let Some(input) = self.tensor(node.inputs.get(slot).copied().flatten()) else {
                 continue;
             };
@@ -338,12 +360,8 @@ impl Grouping<'_> {
             let other_reader = node.inputs.iter().flatten().any(|&v| {
                 self.tensor_of[v].is_some_and(|t| t != input && self.buffer_of[t] == Some(b))
             });
-            if sizes_match
-                && group.last == step
-                && !protected
-                && !other_reader
-                && self.keeps_layout(input, out)
-            {
+            let dies = group.last == step || (self.blockwise && self.freed(b, input, step));
+            if sizes_match && dies && !protected && !other_reader && self.keeps_layout(input, out) {
                 let offset = self.offset_of(input);
                 self.join(out, b, offset);
                 self.strides[out] = self.strides[input].clone();
@@ -381,7 +399,33 @@ impl Grouping<'_> {
         });
     }
 
-    fn try_concat(&mut self, node_id: NodeId) {
+    /// The byte range of member `m` placed `at` bytes into its buffer: its bytes, or its
+    /// footprint when strided (`None` when its shape is unknown).
+    fn extent(&self, m: usize, at: u64) -> Option<(u64, u64)> {
+        let span = match &self.strides[m] {
+            None => self.tensors[m].bytes?,
+            Some(strides) => {
+                let (shape, elem) = self.shape_and_elem(m)?;
+                footprint(&shape, strides, elem)
+            }
+        };
+        Some((at, at + span))
+    }
+
+    /// Whether every member of buffer `b` that shares a byte with `tensor` (a member) is read
+    /// at `step` at the latest: its bytes are then free after it, whatever else the buffer
+    /// still holds (the other slices of a split tensor).
+    fn freed(&self, b: usize, tensor: usize, step: usize) -> bool {
+        let Some((lo, hi)) = self.extent(tensor, self.offset_of(tensor)) else {
+            return false;
+        };
+        self.buffers[b].members.iter().all(|&(m, at)| {
+            self.extent(m, at)
+                .is_some_and(|(l, h)| h <= lo || l >= hi || self.tensors[m].last <= step)
+        })
+    }
+
+    fn try_concat(&mut self, node_id: NodeId, step: usize) {
         let node = &self.graph.nodes[node_id];
         let Some(out) = self.tensor(node.outputs.first().copied().flatten()) else {
             return;
@@ -394,6 +438,9 @@ impl Grouping<'_> {
             return;
         };
         if !bits.is_multiple_of(8) {
+            return;
+        }
+        if self.blockwise && self.try_assembled(node_id, step, out, &offsets) {
             return;
         }
         let inputs: Vec<Option<usize>> = node.inputs.iter().map(|&v| self.tensor(v)).collect();
@@ -416,6 +463,59 @@ impl Grouping<'_> {
                 });
             }
         }
+    }
+
+    /// A Concat whose parts already lie in one buffer as its output's slices would (part `k`
+    /// at `base + offsets[k]`, one `base`, as a row chain's blocks written over the rows of
+    /// their input leave them): the output `out` takes those bytes, each part becoming its
+    /// slice, when no other member sharing them is read at `step` or later. A part that is
+    /// itself an alias (a Reshape of a block's result) is not taken: an entry names one
+    /// tensor it is a view of. Returns whether it did.
+    fn try_assembled(&mut self, node_id: NodeId, step: usize, out: usize, offsets: &[u64]) -> bool {
+        let node = &self.graph.nodes[node_id];
+        let Some(parts) = node
+            .inputs
+            .iter()
+            .map(|&v| self.tensor(v))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return false;
+        };
+        let (Some(&first), Some(bytes)) = (parts.first(), self.tensors[out].bytes) else {
+            return false;
+        };
+        let Some(b) = self.buffer_of[first] else {
+            return false;
+        };
+        let Some(base) = self.offset_of(first).checked_sub(offsets[0]) else {
+            return false;
+        };
+        let laid_out = parts.iter().zip(offsets).all(|(&p, &offset)| {
+            self.buffer_of[p] == Some(b)
+                && self.offset_of(p) == base + offset
+                && self.strides[p].is_none()
+                && self.part_of[p].is_none()
+                && !matches!(self.sharing[p], Some(Sharing::Alias { .. }))
+                && self.tensors[p].kind == TensorKind::Intermediate
+        });
+        let others_done = self.buffers[b].members.iter().all(|&(m, at)| {
+            parts.contains(&m)
+                || self.extent(m, at).is_some_and(|(l, h)| {
+                    h <= base || l >= base + bytes || self.tensors[m].last < step
+                })
+        });
+        if !laid_out
+            || !others_done
+            || self.tensors[out].kind != TensorKind::Intermediate
+            || !base.is_multiple_of(self.alignment)
+        {
+            return false;
+        }
+        self.join(out, b, base);
+        for (&p, &offset) in parts.iter().zip(offsets) {
+            self.part_of[p] = Some((out, offset));
+        }
+        true
     }
 
     /// A Concat whose parts are strided in its output (`out`, alone in buffer `into`): each
@@ -750,5 +850,80 @@ mod tests {
         assert_eq!(transpose(&[2, 1, 0, 3]).0, Some(("a".into(), "alias")));
         assert_eq!(transpose(&[0, 3, 2, 1]).0, None);
         assert_eq!(transpose(&[2, 1, 0, 3]).1, Some(("t".into(), "inplace")));
+    }
+
+    /// x = Relu(x_in) [1,8] f32 (32 B) → Split along axis 1 → x0, x1 [1,4] (16 B each, views
+    /// of x at 0 and 16); block b: h_b = Neg(x_b), y_b = Add(h_b, x_b); y = Concat(y0, y1)
+    /// [1,8]; out = Relu(y). Worked by hand, in order 0 Relu, 1 Split, 2 Neg, 3 Add, 4 Neg,
+    /// 5 Add, 6 Concat, 7 Relu. Without `blockwise`, x0 cannot be overwritten at step 3 (x's
+    /// buffer lives until x1 dies at step 5), so y0 overwrites h0, and y, whose parts then
+    /// share buffers with h0 and h1, is a buffer of its own. With it, the bytes of x0 are free
+    /// after step 3 (x itself was last read at step 1, x1 holds other bytes), so y0 overwrites
+    /// x0 at offset 0 and y1 x1 at 16; at step 6 nothing else in that buffer is read any more,
+    /// so y takes the same bytes at offset 0, its parts at 0 and 16.
+    #[test]
+    fn blockwise_blocks_overwrite_their_slices_and_the_concat_takes_them() {
+        let axis = |mut n: NodeProto| {
+            n.attribute.push(crate::onnx::proto::AttributeProto {
+                name: Some("axis".into()),
+                r#type: Some(2),
+                i: Some(1),
+                ..Default::default()
+            });
+            n
+        };
+        let mut g = typed(
+            vec![
+                node("Relu", &["x_in"], &["x"]),
+                axis(node("Split", &["x"], &["x0", "x1"])),
+                node("Neg", &["x0"], &["h0"]),
+                node("Add", &["h0", "x0"], &["y0"]),
+                node("Neg", &["x1"], &["h1"]),
+                node("Add", &["h1", "x1"], &["y1"]),
+                axis(node("Concat", &["y0", "y1"], &["y"])),
+                node("Relu", &["y"], &["out"]),
+            ],
+            "x_in",
+            "out",
+        );
+        for name in ["x0", "x1", "h0", "h1", "y0", "y1"] {
+            let v = g.value_id(name).unwrap();
+            g.values[v].ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 4])));
+        }
+        let order: Vec<usize> = (0..8).collect();
+        let options = LivenessOptions {
+            alignment: 1,
+            ..LivenessOptions::default()
+        };
+        let index = |l: &Liveness, n: &str| {
+            l.tensors
+                .iter()
+                .position(|t| g.values[t.value].name == n)
+                .unwrap()
+        };
+        let plain = analyse(&g, order.clone(), options).unwrap();
+        assert_eq!(sharing_of(&g, &plain, "x0"), Some(("x".into(), "alias")));
+        assert_eq!(sharing_of(&g, &plain, "y0"), Some(("h0".into(), "inplace")));
+        assert_eq!(sharing_of(&g, &plain, "y1"), Some(("h1".into(), "inplace")));
+        assert_ne!(
+            plain.buffer_of[index(&plain, "y")],
+            plain.buffer_of[index(&plain, "x")]
+        );
+
+        let blockwise = LivenessOptions {
+            blockwise: true,
+            ..options
+        };
+        let l = analyse(&g, order, blockwise).unwrap();
+        assert_eq!(sharing_of(&g, &l, "y0"), Some(("x0".into(), "inplace")));
+        assert_eq!(sharing_of(&g, &l, "y1"), Some(("x1".into(), "inplace")));
+        let (x, y) = (index(&l, "x"), index(&l, "y"));
+        assert_eq!(l.buffer_of[y], l.buffer_of[x]);
+        assert_eq!(l.offset_in_buffer(y), Some(0));
+        assert_eq!(l.offset_in_buffer(index(&l, "y1")), Some(16));
+        assert_eq!(l.part_of[index(&l, "y0")], Some((y, 0)));
+        assert_eq!(l.part_of[index(&l, "y1")], Some((y, 16)));
+        let b = &l.buffers[l.buffer_of[x].unwrap()];
+        assert_eq!((b.first, b.bytes), (0, 32));
     }
 }

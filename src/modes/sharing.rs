@@ -72,6 +72,7 @@ pub fn prepare(
         include_io: true,
         alignment,
         strided: false,
+        blockwise: false,
     };
     let (planned, unplanned) = plan_levels(model, graph, body_options, &unit_alignment);
     let mut step_of = vec![0; graph.nodes.len()];

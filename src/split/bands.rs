@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::chain::{Chain, Read};
-use super::glue::{Glue, int_attribute, ints_attribute, op};
+use super::glue::Glue;
 use super::layout::NCHW;
 use super::region::{Region, Span};
 use super::rewrite::slice_bounds;
@@ -106,18 +106,7 @@ pub fn scatter_inputs(
                 .names
                 .fresh(&format!("{}/{}/Scatter", value.name, b.label));
             let sizes: Vec<i64> = spans.iter().map(|s| s.len()).collect();
-            let mut attributes = vec![int_attribute("axis", axis as i64)];
-            let mut inputs = vec![value.name.clone()];
-            // Split takes its sizes as an input from opset 13 on.
-            if b.opset >= 13 {
-                inputs.push(b.constant(sizes));
-            } else {
-                attributes.push(ints_attribute("split", sizes));
-            }
-            let mut node = op("Split", inputs, &names[0], &name, attributes);
-            node.output = names.clone();
-            b.nodes.push(node);
-            b.glue.push(name.clone());
+            b.split(&value.name, (axis as i64, sizes), &names, &name);
             splits.push(name);
             let bands = names.into_iter().zip(spans).collect();
             found.insert(value.name.clone(), Bands { axis, bands, size });

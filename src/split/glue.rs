@@ -82,6 +82,29 @@ impl Glue {
         out
     }
 
+    /// A Split of `source` along `axis` into parts of `sizes`, making `parts` (one name
+    /// each), by the node `name`.
+    pub fn split(
+        &mut self,
+        source: &str,
+        (axis, sizes): (i64, Vec<i64>),
+        parts: &[String],
+        name: &str,
+    ) {
+        let mut attributes = vec![int_attribute("axis", axis)];
+        let mut inputs = vec![source.to_string()];
+        // Split takes its sizes as an input from opset 13 on.
+        if self.opset >= 13 {
+            inputs.push(self.constant(sizes));
+        } else {
+            attributes.push(ints_attribute("split", sizes));
+        }
+        let mut node = op("Split", inputs, &parts[0], name, attributes);
+        node.output = parts.to_vec();
+        self.nodes.push(node);
+        self.glue.push(name.to_string());
+    }
+
     /// A Concat of `parts` along `axis` making `out`.
     pub fn concat(&mut self, parts: Vec<String>, axis: i64, out: &str) {
         let name = self.names.fresh(&format!("{out}/{}/Concat", self.label));

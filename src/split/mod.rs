@@ -27,6 +27,8 @@ pub mod upsample;
 
 pub use search::{Outcome, search};
 
+use rows::chain::Recompute;
+
 /// The split search's account of its allowance: `spend(units)` charges work units (chain
 /// estimates, trial plans) and is false once the allowance is spent or its time is up.
 pub type Spend<'a> = &'a dyn Fn(u64) -> bool;
@@ -69,18 +71,26 @@ pub struct SplitOptions {
     pub row_rules: &'static [rows::rules::RuleSet],
     /// What row chains may recompute per block.
     pub recompute: rows::chain::Recompute,
+    /// The arena alignment when the planner lets a row chain's blocks write over the rows of
+    /// their input that died (the pipeline fills it, see `LivenessOptions::blockwise`): the
+    /// rewrite then cuts the tensors a chain reads from outside by one Split.
+    pub blockwise: Option<u64>,
 }
 
 /// The searches the pipeline makes, in turn while the allowance lasts (each on the work left
-/// by the ones before), keeping the smallest arena: the row rule sets and what row chains
-/// may recompute. The search is greedy, and more candidates may lead it to a dead end that
-/// fewer avoid (measured: DistilBERT 1.14x with both rule sets, 1.76x with the plain set;
-/// BART 1.32x recomputing normalizations, 2.68x without), so each wider search adds to the
-/// narrower ones rather than replacing them.
-pub const SEARCHES: &[(&[rows::rules::RuleSet], rows::chain::Recompute)] = &[
-    (rows::ALL_RULE_SETS, rows::chain::Recompute::Cheap),
-    (rows::PLAIN_RULE_SET, rows::chain::Recompute::Cheap),
-    (rows::ALL_RULE_SETS, rows::chain::Recompute::Normalizations),
+/// by the ones before), keeping the best: the row rule sets, what row chains may recompute,
+/// and whether blocks may write over the rows of their input (`LivenessOptions::blockwise`,
+/// for the search's trials and, if it wins, the final plan). The search is greedy, and more
+/// candidates or other sharing may lead it to a dead end that the narrower searches avoid
+/// (measured: DistilBERT 1.14x with both rule sets, 1.76x with the plain set; BART 1.32x
+/// recomputing normalizations, 2.68x without; T5 2.27x without blocks over their input, 1.00x
+/// with), so each wider search adds to the narrower ones rather than replacing them.
+pub const SEARCHES: &[(&[rows::rules::RuleSet], Recompute, bool)] = &[
+    (rows::ALL_RULE_SETS, Recompute::Cheap, false),
+    (rows::PLAIN_RULE_SET, Recompute::Cheap, false),
+    (rows::ALL_RULE_SETS, Recompute::Normalizations, false),
+    (rows::ALL_RULE_SETS, Recompute::Cheap, true),
+    (rows::ALL_RULE_SETS, Recompute::Normalizations, true),
 ];
 
 impl Default for SplitOptions {
@@ -93,6 +103,7 @@ impl Default for SplitOptions {
             search_time: std::time::Duration::from_secs(60),
             row_rules: rows::ALL_RULE_SETS,
             recompute: rows::chain::Recompute::Cheap,
+            blockwise: None,
         }
     }
 }

@@ -38,6 +38,9 @@ const TARGET_SHARE: u64 = 4;
 pub struct Outcome {
     /// The rewritten model, or the input model when no split helped.
     pub model: ModelProto,
+    /// How good it is, lower being better: under a budget the bytes the worst step reads
+    /// and writes while that exceeds the budget (0 once it fits), then the arena.
+    pub rank: (u64, u64),
     /// The `splits` section of the table (its `source` left for the caller to fill).
     pub info: SplitsInfo,
 }
@@ -346,12 +349,14 @@ pub fn search(
         chains.clear();
     }
     let arena_after = current.as_ref().map_or(arena_before, |c| arena(&c.1));
+    let last = current.as_ref().map_or(first_score, |c| score(&c.1));
     let model = current.map_or_else(
         || first.original.clone(),
         |c| in_schedule_order(&c.0, &c.1.table.schedule),
     );
     Ok(Outcome {
         model,
+        rank: (last.0, last.1),
         info: SplitsInfo {
             source: SourceInfo {
                 file: String::new(),
@@ -402,6 +407,7 @@ fn rewrite_cuts(
                 chain: &b.chain,
                 blocks: &b.blocks,
                 label: label(k),
+                blockwise: options.blockwise,
             },
             Cut::Tiles(..) => unreachable!("only row chains are cut together"),
         })

@@ -401,8 +401,15 @@ fn check_inplace(ctx: &Context, classes: &[usize], a: usize, x: usize) -> Result
         return Err("the layouts (shape and strides) differ".into());
     }
     let step = steps[node_id];
+    // Members of the class that share a byte with the overwritten tensor at the step (the
+    // other slices of a split tensor hold other bytes and may live on).
+    let overwritten = born.map(|o| (o, o.saturating_add(span(ex))));
+    let shares = |i: usize| match (overwritten, offset_at(&runs[i], step)) {
+        (Some((lo, hi)), Some(o)) => o < hi && o.saturating_add(span(&table.tensors[i])) > lo,
+        _ => true,
+    };
     for (i, e) in table.tensors.iter().enumerate() {
-        if classes[i] == classes[x] && e.last > step {
+        if classes[i] == classes[x] && e.last > step && shares(i) {
             return Err(format!(
                 "'{}', which holds the same bytes, is read after step {step}",
                 e.name

@@ -25,6 +25,12 @@ pub struct RowCut<'a> {
     pub blocks: &'a [Span],
     /// The tag of its new names (e.g. `split1`).
     pub label: String,
+    /// The arena alignment when the planner lets blocks write over the rows of a tensor that
+    /// died (`LivenessOptions::blockwise`): a run-time tensor read from outside the chain
+    /// whose blocks' rows are unbroken runs of its bytes, each starting at a multiple of it,
+    /// is then cut by one Split before the first block (each part a view of it, and the
+    /// tensor itself dead once split) rather than sliced per block.
+    pub blockwise: Option<u64>,
 }
 
 /// Rewrites `proto` (typed as `graph`, nodes run in `order`) so each chain of `cuts` (their
@@ -98,10 +104,17 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
         .collect();
     let mut copies = vec![Vec::new(); chain.nodes.len()];
     let mut parts = vec![Vec::with_capacity(blocks.len()); chain.outputs.len()];
+    let split = match cut.blockwise {
+        Some(alignment) => split_reads(e, graph, cut, alignment),
+        None => HashMap::new(),
+    };
     for (b, &block) in blocks.iter().enumerate() {
         let tag = format!("r{b}");
         let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
-        let mut slices: HashMap<(String, usize), String> = HashMap::new();
+        let mut slices: HashMap<(String, usize), String> = split
+            .iter()
+            .map(|(key, names)| (key.clone(), names[b].clone()))
+            .collect();
         for (k, &id) in chain.nodes.iter().enumerate() {
             let node = &graph.nodes[id];
             let rule = &chain.rules[k];
@@ -178,4 +191,66 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
         e.concat(parts, axis, &graph.values[v].name);
     }
     copies
+}
+
+/// Cuts each run-time tensor the chain reads from outside along an axis by one Split into the
+/// blocks' rows (see [`RowCut::blockwise`]), when every block's rows are an unbroken run of
+/// its bytes starting at a multiple of `alignment`; returns the parts by tensor and axis.
+fn split_reads(
+    e: &mut Glue,
+    graph: &Graph,
+    cut: &RowCut,
+    alignment: u64,
+) -> HashMap<(String, usize), Vec<String>> {
+    let chain = cut.chain;
+    let mut found: HashMap<(String, usize), Vec<String>> = HashMap::new();
+    for (k, &id) in chain.nodes.iter().enumerate() {
+        for (read, input) in chain.rules[k].reads.iter().zip(&graph.nodes[id].inputs) {
+            let (RowRead::Rows(axis), Some(v)) = (*read, *input) else {
+                continue;
+            };
+            let value = &graph.values[v];
+            let key = (value.name.clone(), axis);
+            let outside = value.producer.is_none_or(|p| !chain.nodes.contains(&p));
+            if !outside || found.contains_key(&key) {
+                continue;
+            }
+            if crate::liveness::tensor_kind(graph, v)
+                != Some(crate::liveness::TensorKind::Intermediate)
+            {
+                continue;
+            }
+            let (Some(shape), Some(bits)) = (
+                crate::split::rules::shape_of(graph, v),
+                value.tensor_type().and_then(|t| t.dtype.bits()),
+            ) else {
+                continue;
+            };
+            // Rows are unbroken runs when every axis before the cut one has extent 1.
+            if shape[..axis].iter().any(|&d| d != 1) || !bits.is_multiple_of(8) {
+                continue;
+            }
+            let row_bytes =
+                shape[axis + 1..].iter().product::<i64>().max(0) as u64 * u64::from(bits / 8);
+            let rows: Vec<Span> = cut
+                .blocks
+                .iter()
+                .map(|&b| chain.part(shape[axis], b))
+                .collect();
+            if rows
+                .iter()
+                .any(|r| !(r.start as u64 * row_bytes).is_multiple_of(alignment))
+            {
+                continue;
+            }
+            let names: Vec<String> = (0..rows.len())
+                .map(|b| e.fresh(&value.name, &format!("r{b}/part")))
+                .collect();
+            let node = e.names.fresh(&format!("{}/{}/Split", value.name, e.label));
+            let sizes = rows.iter().map(|r| r.len()).collect();
+            e.split(&value.name, (axis as i64, sizes), &names, &node);
+            found.insert(key, names);
+        }
+    }
+    found
 }
