@@ -70,7 +70,7 @@ pub struct SplitOptions {
     /// [`SEARCHES`], and keeps the smaller arena).
     pub row_rules: &'static [rows::rules::RuleSet],
     /// What row chains may recompute per block.
-    pub recompute: rows::chain::Recompute,
+    pub recompute: Recompute,
     /// The arena alignment when the planner lets a row chain's blocks write over the rows of
     /// their input that died (the pipeline fills it, see `LivenessOptions::blockwise`): the
     /// rewrite then cuts the tensors a chain reads from outside by one Split.
@@ -102,7 +102,7 @@ impl Default for SplitOptions {
             scatter_inputs: true,
             search_time: std::time::Duration::from_secs(60),
             row_rules: rows::ALL_RULE_SETS,
-            recompute: rows::chain::Recompute::Cheap,
+            recompute: Recompute::Cheap,
             blockwise: None,
         }
     }
