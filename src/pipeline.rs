@@ -396,7 +396,7 @@ fn plan_split(
     let with_blocks = |blockwise: bool| Options {
         liveness: LivenessOptions {
             strided: options.liveness.alias,
-            blockwise: blockwise && can_overwrite_blocks,
+            blockwise,
             ..options.liveness
         },
         ..options.clone()
@@ -480,7 +480,8 @@ fn plan_split(
         };
         let trial = |model: ModelProto| budgeted_trial(model, blockwise);
         let found = split::search(&first, &variant, &trial, &spend)?;
-        if outcome.as_ref().is_none_or(|o| found.rank < o.0.rank) {
+        let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
+        if outcome.as_ref().is_none_or(|o| rank(&found) < rank(&o.0)) {
             outcome = Some((found, blockwise));
         }
     }

@@ -360,7 +360,11 @@ impl Grouping<'_> {
             let other_reader = node.inputs.iter().flatten().any(|&v| {
                 self.tensor_of[v].is_some_and(|t| t != input && self.buffer_of[t] == Some(b))
             });
-            let dies = group.last == step || (self.blockwise && self.freed(b, input, step));
+            let freed = || {
+                self.extent(input, self.offset_of(input))
+                    .is_some_and(|bytes| self.unread_from(b, bytes, step + 1, &[]))
+            };
+            let dies = group.last == step || (self.blockwise && freed());
             if sizes_match && dies && !protected && !other_reader && self.keeps_layout(input, out) {
                 let offset = self.offset_of(input);
                 self.join(out, b, offset);
@@ -412,16 +416,15 @@ impl Grouping<'_> {
         Some((at, at + span))
     }
 
-    /// Whether every member of buffer `b` that shares a byte with `tensor` (a member) is read
-    /// at `step` at the latest: its bytes are then free after it, whatever else the buffer
-    /// still holds (the other slices of a split tensor).
-    fn freed(&self, b: usize, tensor: usize, step: usize) -> bool {
-        let Some((lo, hi)) = self.extent(tensor, self.offset_of(tensor)) else {
-            return false;
-        };
+    /// Whether no member of buffer `b` that shares a byte with `lo..hi`, other than those of
+    /// `except`, is read at step `from` or later: those bytes are then free from `from` on,
+    /// whatever else the buffer still holds (the other slices of a split tensor).
+    fn unread_from(&self, b: usize, (lo, hi): (u64, u64), from: usize, except: &[usize]) -> bool {
         self.buffers[b].members.iter().all(|&(m, at)| {
-            self.extent(m, at)
-                .is_some_and(|(l, h)| h <= lo || l >= hi || self.tensors[m].last <= step)
+            except.contains(&m)
+                || self
+                    .extent(m, at)
+                    .is_some_and(|(l, h)| h <= lo || l >= hi || self.tensors[m].last < from)
         })
     }
 
@@ -498,12 +501,7 @@ impl Grouping<'_> {
                 && !matches!(self.sharing[p], Some(Sharing::Alias { .. }))
                 && self.tensors[p].kind == TensorKind::Intermediate
         });
-        let others_done = self.buffers[b].members.iter().all(|&(m, at)| {
-            parts.contains(&m)
-                || self.extent(m, at).is_some_and(|(l, h)| {
-                    h <= base || l >= base + bytes || self.tensors[m].last < step
-                })
-        });
+        let others_done = self.unread_from(b, (base, base + bytes), step, &parts);
         if !laid_out
             || !others_done
             || self.tensors[out].kind != TensorKind::Intermediate

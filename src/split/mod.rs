@@ -67,7 +67,7 @@ pub struct SplitOptions {
     /// as a safety stop.
     pub search_time: std::time::Duration,
     /// The row rule sets chains are built with (the pipeline searches with several, see
-    /// [`SEARCHES`], and keeps the smaller arena).
+    /// [`SEARCHES`], and keeps the best).
     pub row_rules: &'static [rows::rules::RuleSet],
     /// What row chains may recompute per block.
     pub recompute: Recompute,

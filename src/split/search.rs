@@ -38,9 +38,10 @@ const TARGET_SHARE: u64 = 4;
 pub struct Outcome {
     /// The rewritten model, or the input model when no split helped.
     pub model: ModelProto,
-    /// How good it is, lower being better: under a budget the bytes the worst step reads
-    /// and writes while that exceeds the budget (0 once it fits), then the arena.
-    pub rank: (u64, u64),
+    /// Under a budget, the bytes the worst step reads and writes while that exceeds the
+    /// budget (0 once it fits, and without a budget): with `info.arena_after`, what ranks
+    /// outcomes.
+    pub over_budget: u64,
     /// The `splits` section of the table (its `source` left for the caller to fill).
     pub info: SplitsInfo,
 }
@@ -340,23 +341,20 @@ pub fn search(
         chains.truncate(t.chains);
     }
     let first_score = score(first);
-    if current.as_ref().is_some_and(|c| {
-        let last = score(&c.1);
-        (last.0, last.1) >= (first_score.0, first_score.1)
-    }) {
+    let mut last = current.as_ref().map_or(first_score, |c| score(&c.1));
+    if (last.0, last.1) >= (first_score.0, first_score.1) {
         // Only equal peaks were lowered, not the arena: the rewrite is not kept.
-        (current, used) = (None, 0);
+        (current, used, last) = (None, 0, first_score);
         chains.clear();
     }
-    let arena_after = current.as_ref().map_or(arena_before, |c| arena(&c.1));
-    let last = current.as_ref().map_or(first_score, |c| score(&c.1));
+    let (over_budget, arena_after) = (last.0, last.1);
     let model = current.map_or_else(
         || first.original.clone(),
         |c| in_schedule_order(&c.0, &c.1.table.schedule),
     );
     Ok(Outcome {
         model,
-        rank: (last.0, last.1),
+        over_budget,
         info: SplitsInfo {
             source: SourceInfo {
                 file: String::new(),

@@ -226,28 +226,22 @@ fn split_reads(
             ) else {
                 continue;
             };
-            // Rows are unbroken runs when every axis before the cut one has extent 1.
-            if shape[..axis].iter().any(|&d| d != 1) || !bits.is_multiple_of(8) {
-                continue;
-            }
-            let row_bytes =
-                shape[axis + 1..].iter().product::<i64>().max(0) as u64 * u64::from(bits / 8);
             let rows: Vec<Span> = cut
                 .blocks
                 .iter()
                 .map(|&b| chain.part(shape[axis], b))
                 .collect();
-            if rows
-                .iter()
-                .any(|r| !(r.start as u64 * row_bytes).is_multiple_of(alignment))
-            {
+            let sizes: Vec<i64> = rows.iter().map(|r| r.len()).collect();
+            // Each block's rows must be an unbroken run of the tensor's bytes, aligned.
+            let aligned = crate::liveness::rules::slice_offsets(&shape, axis, &sizes, bits)
+                .is_some_and(|offsets| offsets.iter().all(|o| o.is_multiple_of(alignment)));
+            if !aligned {
                 continue;
             }
             let names: Vec<String> = (0..rows.len())
                 .map(|b| e.fresh(&value.name, &format!("r{b}/part")))
                 .collect();
             let node = e.names.fresh(&format!("{}/{}/Split", value.name, e.label));
-            let sizes = rows.iter().map(|r| r.len()).collect();
             e.split(&value.name, (axis as i64, sizes), &names, &node);
             found.insert(key, names);
         }
