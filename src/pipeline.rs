@@ -467,22 +467,40 @@ fn plan_split(
     // before it, and the best rank wins (under a budget the one that fits, then the
     // smallest arena; the first of equals).
     let mut outcome: Option<(split::Outcome, bool)> = None;
-    for &(row_rules, recompute, blockwise) in split::SEARCHES {
-        // Without blocks written over their input these repeat the searches before.
-        if blockwise && !can_overwrite_blocks {
+    // What the first search saw: row chains, and chains read as bands.
+    let mut first_saw: Option<(bool, bool)> = None;
+    for search in split::SEARCHES {
+        let (rows, bands) = first_saw.unwrap_or((true, true));
+        // Without blocks written over their input, row chains or bands, these repeat the
+        // searches before.
+        let repeats = match search.differs_in {
+            split::Differs::Nothing => false,
+            split::Differs::Rows => !rows,
+            split::Differs::Bands => !bands,
+        };
+        if repeats || (search.blockwise && !can_overwrite_blocks) {
             continue;
         }
         let variant = SplitOptions {
-            row_rules,
-            recompute,
-            blockwise: blockwise.then_some(options.liveness.alignment.max(1)),
+            row_rules: search.row_rules,
+            recompute: search.recompute,
+            blockwise: search
+                .blockwise
+                .then_some(options.liveness.alignment.max(1)),
+            progressive_bands: search.progressive_bands,
             ..split_options
         };
-        let trial = |model: ModelProto| budgeted_trial(model, blockwise);
+        let trial = |model: ModelProto| budgeted_trial(model, search.blockwise);
         let found = split::search(&first, &variant, &trial, &spend)?;
+        let banded = found
+            .info
+            .chains
+            .iter()
+            .any(|c| c.read_as_bands_by.is_some());
+        first_saw.get_or_insert((found.saw_rows, banded));
         let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
         if outcome.as_ref().is_none_or(|o| rank(&found) < rank(&o.0)) {
-            outcome = Some((found, blockwise));
+            outcome = Some((found, search.blockwise));
         }
     }
     let (outcome, blockwise) = outcome.expect("at least one search");

@@ -23,7 +23,7 @@ use common::{
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto, StringStringEntryProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
-use onnx_memplan::split::rewrite::{Rewritten, rewrite};
+use onnx_memplan::split::rewrite::{BandSources, Rewritten, rewrite};
 use onnx_memplan::split::tiling::tile;
 
 fn conv(input: &str, weight: &str, output: &str, stride: i64) -> NodeProto {
@@ -82,7 +82,11 @@ fn scattered_in_two_rows(dir: &std::path::Path) -> (std::path::PathBuf, Rewritte
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let chain = chain_of(graph, &order, 17).expect("the three nodes form a chain");
     let tiling = tile(graph, &chain, [2, 1]).unwrap();
-    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", true);
+    let sources = BandSources {
+        scatter_inputs: true,
+        made_by_split: &|_| false,
+    };
+    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", &sources);
     (original, rewritten)
 }
 

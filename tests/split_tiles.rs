@@ -22,7 +22,7 @@ use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribut
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rewrite::rewrite;
+use onnx_memplan::split::rewrite::{BandSources, rewrite};
 use onnx_memplan::split::tiling::tile;
 
 fn ints(name: &str, values: &[i64]) -> AttributeProto {
@@ -122,7 +122,14 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     assert_eq!(tiling.halo, vec![80, 80, 36, 36, 0]);
     assert_eq!(tiling.extra_macs, 5760 + 5184);
 
-    let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", false);
+    let rewritten = rewrite(
+        &proto,
+        graph,
+        &order,
+        (&chain, &tiling),
+        "split1",
+        &BandSources::NONE,
+    );
     assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("residual_chain.split.onnx");
     write_model(&rewritten.model, &split);
@@ -376,7 +383,14 @@ fn every_window_form_tiles_exactly() {
         let chain = chain_of(g, &order, 17).unwrap_or_else(|| panic!("{}: not a chain", form.name));
         let tiling =
             tile(g, &chain, [3, 2]).unwrap_or_else(|| panic!("{}: no 3×2 grid", form.name));
-        let rewritten = rewrite(&proto, g, &order, (&chain, &tiling), "split1", false);
+        let rewritten = rewrite(
+            &proto,
+            g,
+            &order,
+            (&chain, &tiling),
+            "split1",
+            &BandSources::NONE,
+        );
         let split = dir.path().join(format!("form{i}.split.onnx"));
         {
             use prost::Message;

@@ -1,9 +1,11 @@
-//! Scattering a graph input into bands. When a chain's tiles read a graph input, the input is
-//! cut along H (along W for a single row of tiles) where each row of tiles starts reading, by
-//! a Split the model names in its `memplan.scatter` metadata (see [`crate::ir::scatter_nodes`]).
-//! The runtime writes the input straight into the bands, so the whole input is never held:
-//! each band is freed once the last tile reading it has run, and the tiles' results fill the
-//! space the input gave up.
+//! Bands: a tensor a chain's tiles read held as parts along H or W, each freed once the last
+//! tile reading it has run, so the whole tensor is never held and the tiles' results fill the
+//! space it gives up. Two sources:
+//! - a graph input, cut where each row of tiles starts reading by a Split the model names in
+//!   its `memplan.scatter` metadata (see [`crate::ir::scatter_nodes`]): the runtime writes the
+//!   input straight into the bands;
+//! - the output of a Concat an earlier split added to assemble its chain's output along H or
+//!   W: the tiles read that chain's parts, and the Concat goes.
 
 use std::collections::HashMap;
 
@@ -14,7 +16,7 @@ use super::region::{Region, Span};
 use super::rewrite::slice_bounds;
 use super::rules::shape_of;
 use super::tiling::Tiling;
-use crate::ir::{Graph, SCATTER_KEY, ValueKind};
+use crate::ir::{Graph, NodeId, SCATTER_KEY, ValueId, ValueKind};
 use crate::onnx::proto::{ModelProto, StringStringEntryProto};
 
 /// One scattered input: its bands along one axis.
@@ -55,6 +57,107 @@ impl Bands {
         b.concat(parts, self.axis as i64, &out);
         out
     }
+}
+
+/// A spatial input of a chain that an earlier split assembled: the Concat along H or W that
+/// made it, and its parts.
+pub struct Assembled {
+    /// The assembled tensor.
+    pub value: ValueId,
+    /// The Concat making it.
+    pub concat: NodeId,
+    /// The Concat's axis (2 for H, 3 for W).
+    pub axis: usize,
+    /// Each part and its span along the axis, in the Concat's order.
+    pub parts: Vec<(ValueId, Span)>,
+    /// The tensor's extent along H and W.
+    pub size: [i64; 2],
+}
+
+/// The chain's spatial inputs made by a Concat along H or W that an earlier split added
+/// (`made_by_split`) and that only this chain reads, each once.
+pub fn assembled_inputs(
+    graph: &Graph,
+    chain: &Chain,
+    made_by_split: &dyn Fn(NodeId) -> bool,
+) -> Vec<Assembled> {
+    let mut found: Vec<Assembled> = Vec::new();
+    for (k, reads) in chain.reads.iter().enumerate() {
+        for (i, read) in reads.iter().enumerate() {
+            let Some(v) = graph.nodes[chain.nodes[k]].inputs[i] else {
+                continue;
+            };
+            let value = &graph.values[v];
+            let Some(p) = value.producer else { continue };
+            let concat = &graph.nodes[p];
+            let only_chain = value.consumers.iter().all(|c| chain.nodes.contains(c));
+            if *read != Read::Outside(NCHW)
+                || concat.op_type != "Concat"
+                || !concat.domain.is_empty()
+                || !made_by_split(p)
+                || value.is_output
+                || !only_chain
+                || found.iter().any(|a| a.value == v)
+            {
+                continue;
+            }
+            let Some(shape) = shape_of(graph, v).filter(|s| s.len() == 4) else {
+                continue;
+            };
+            let axis = match concat.attr_int("axis") {
+                Some(a @ (2 | 3)) => a as usize,
+                Some(a @ (-2 | -1)) => (a + 4) as usize,
+                _ => continue,
+            };
+            let mut parts = Vec::with_capacity(concat.inputs.len());
+            let mut at = 0;
+            for &part in &concat.inputs {
+                let Some((u, len)) = part.and_then(|u| Some((u, *shape_of(graph, u)?.get(axis)?)))
+                else {
+                    break;
+                };
+                parts.push((u, Span::new(at, at + len)));
+                at += len;
+            }
+            if parts.len() != concat.inputs.len() || at != shape[axis] {
+                continue;
+            }
+            found.push(Assembled {
+                value: v,
+                concat: p,
+                axis,
+                parts,
+                size: [shape[2], shape[3]],
+            });
+        }
+    }
+    found
+}
+
+/// The chain's inputs an earlier split assembled ([`assembled_inputs`]) as bands: their
+/// parts. Returns the bands by input name and the Concat nodes, which the rewrite drops.
+pub fn concat_inputs(
+    graph: &Graph,
+    chain: &Chain,
+    made_by_split: &dyn Fn(NodeId) -> bool,
+) -> (HashMap<String, Bands>, Vec<NodeId>) {
+    let mut found = HashMap::new();
+    let mut concats = Vec::new();
+    for a in assembled_inputs(graph, chain, made_by_split) {
+        let bands = a
+            .parts
+            .iter()
+            .map(|&(u, span)| (graph.values[u].name.clone(), span))
+            .collect();
+        let bands = Bands {
+            axis: a.axis,
+            bands,
+            size: a.size,
+        };
+        found.insert(graph.values[a.value].name.clone(), bands);
+        concats.push(a.concat);
+    }
+    (found, concats)
 }
 
 /// Cuts every graph input the chain reads (and nothing else reads) into bands, one per row of

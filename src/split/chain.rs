@@ -94,7 +94,9 @@ pub fn walk_chains_around<E>(
             && !constant(step)
             && rule_at(step).is_some_and(|r| rows || r != Rule::Rows)
     };
-    if peak >= order.len() || !splittable_with(peak, true) {
+    // A peak at a constant node (an exporter's Identity of a weight, between the nodes whose
+    // tensors make the peak) is spanned by the chains around it.
+    if peak >= order.len() || !(splittable_with(peak, true) || constant(peak)) {
         return Ok(());
     }
     // The run around the peak within `max_nodes` nodes of it either way.
@@ -114,7 +116,7 @@ pub fn walk_chains_around<E>(
     };
     let (low, high) = reach(true);
     let rows = (low..=high).any(fixes);
-    if !rows && !splittable_with(peak, false) {
+    if !rows && !splittable_with(peak, false) && !constant(peak) {
         return Ok(());
     }
     let (low, high) = if rows { (low, high) } else { reach(false) };

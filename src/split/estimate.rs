@@ -3,8 +3,9 @@
 
 use std::collections::HashSet;
 
+use super::bands::assembled_inputs;
 use super::chain::{Chain, Read};
-use super::region::{area, full};
+use super::region::{Span, area, full};
 use super::rules::shape_of;
 use super::tiling::{Tile, Tiling};
 use crate::emit::Table;
@@ -141,6 +142,33 @@ pub struct ChainEstimate {
     out: Vec<Option<PerPosition>>,
     /// For each chain node and input read per tile, the input's sizes and its H and W.
     inputs: Vec<Vec<Option<SpatialInput>>>,
+    /// The inputs an earlier split assembled, which the tiles read as bands (see
+    /// [`super::bands`]), when counted progressively ([`Banding`]). When there are any,
+    /// `fixed` holds neither them nor the outputs:
+    /// each band counts until the last tile reading it, and the outputs tile by tile, as the
+    /// parts a later chain reads as bands in turn.
+    banded: Vec<Banded>,
+}
+
+/// How an estimate counts the chain inputs an earlier split assembled, which the tiles read
+/// as bands.
+pub struct Banding<'a> {
+    /// Whether a node was added by an earlier split.
+    pub made_by_split: &'a dyn Fn(NodeId) -> bool,
+    /// Count each band until the last tile reading it, and the chain's outputs tile by tile
+    /// (the steady state once a later chain reads them as bands in turn); otherwise such
+    /// inputs and the outputs count whole, as for any chain.
+    pub progressive: bool,
+}
+
+/// An input read as bands: where the tiles read it, and its parts.
+struct Banded {
+    /// The (chain node, input) pairs reading it.
+    reads: Vec<(usize, usize)>,
+    /// The axis of the parts (0 for H, 1 for W).
+    axis: usize,
+    /// Each part's span along the axis and its bytes.
+    parts: Vec<(Span, u64)>,
 }
 
 /// An element type and a number of elements per spatial position.
@@ -150,13 +178,14 @@ type PerPosition = (crate::ir::DType, u64);
 type SpatialInput = (PerPosition, [i64; 2]);
 
 impl ChainEstimate {
-    /// The grid-independent parts of the chain's estimates.
+    /// The grid-independent parts of the chain's estimates, counting the inputs read as bands
+    /// as `banding` says.
     pub fn new(
         graph: &Graph,
-        table: &Table,
-        live: &[u64],
+        (table, live): (&Table, &[u64]),
         chain: &Chain,
         [start, end]: [usize; 2],
+        banding: &Banding,
     ) -> ChainEstimate {
         let output: u64 = chain
             .extra
@@ -176,9 +205,45 @@ impl ChainEstimate {
                 }
             }
         }
+        let assembled = match banding.progressive {
+            true => assembled_inputs(graph, chain, banding.made_by_split),
+            false => Vec::new(),
+        };
+        let banded: Vec<Banded> = assembled
+            .into_iter()
+            .map(|a| {
+                let reads = (0..chain.nodes.len())
+                    .flat_map(|k| (0..chain.reads[k].len()).map(move |i| (k, i)))
+                    .filter(|&(k, i)| graph.nodes[chain.nodes[k]].inputs[i] == Some(a.value))
+                    .collect();
+                let parts = a
+                    .parts
+                    .iter()
+                    .map(|&(u, span)| {
+                        let mut grid = a.size;
+                        grid[a.axis - 2] = span.len();
+                        let positions = (grid[0] * grid[1]) as u64;
+                        (span, bytes(per_position(graph, u, grid), positions))
+                    })
+                    .collect();
+                Banded {
+                    reads,
+                    axis: a.axis - 2,
+                    parts,
+                }
+            })
+            .collect();
+        let crossing = crossing(graph, table, &chain.nodes, [start, start]);
+        let fixed = match banded.is_empty() {
+            true => crossing + output,
+            false => {
+                let held: u64 = banded.iter().flat_map(|b| &b.parts).map(|p| p.1).sum();
+                crossing.saturating_sub(held)
+            }
+        };
         ChainEstimate {
             outside: outside_peak(live, [start, end]),
-            fixed: crossing(graph, table, &chain.nodes, [start, start]) + output,
+            fixed,
             last_use,
             out: chain
                 .nodes
@@ -199,7 +264,44 @@ impl ChainEstimate {
                         .collect()
                 })
                 .collect(),
+            banded,
         }
+    }
+
+    /// With inputs read as bands, the bytes of their parts some tile from the `t`-th on still
+    /// reads, plus the outputs of the tiles before it; 0 otherwise.
+    fn banded_at(&self, chain: &Chain, tiling: &Tiling, t: usize) -> u64 {
+        if self.banded.is_empty() {
+            return 0;
+        }
+        let mut held = 0;
+        for b in &self.banded {
+            for &(span, part) in &b.parts {
+                let read_later = tiling.tiles[t..].iter().any(|tile| {
+                    b.reads.iter().any(|&(k, i)| {
+                        tile.reads[k][i].is_some_and(|r| {
+                            let along = r[b.axis];
+                            along.start < span.end && span.start < along.end
+                        })
+                    })
+                });
+                if read_later {
+                    held += part;
+                }
+            }
+        }
+        let outputs = chain.extra.iter().enumerate().map(|(o, &k)| (Some(o), k));
+        let done: u64 = tiling.tiles[..t]
+            .iter()
+            .flat_map(|tile| {
+                outputs
+                    .clone()
+                    .chain([(None, chain.last)])
+                    .map(move |(o, k)| (o.map_or(tile.part, |o| tile.extra_parts[o]), k))
+            })
+            .map(|(part, k)| bytes(self.out[k], area(part) as u64))
+            .sum();
+        held + done
     }
 
     /// The estimated arena with `tiling`: the peak outside the chain, or what crosses into the
@@ -210,7 +312,8 @@ impl ChainEstimate {
         let working = tiling
             .tiles
             .iter()
-            .map(|t| self.tile_peak(chain, t))
+            .enumerate()
+            .map(|(t, tile)| self.tile_peak(chain, tile) + self.banded_at(chain, tiling, t))
             .max()
             .unwrap_or(0);
         let inside = self.fixed + working;

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::bands::{mark_scatters, scatter_inputs};
+use super::bands::{concat_inputs, mark_scatters, scatter_inputs};
 use super::chain::{Chain, Read, is_foldable_shape};
 use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
@@ -24,6 +24,31 @@ pub struct Rewritten {
     pub kept: Vec<Option<usize>>,
     /// What each chain became, in the order the chains were given.
     pub parts: Vec<Parts>,
+    /// The nodes of earlier splits the rewrite dropped (Concats whose parts the tiles now
+    /// read as bands).
+    pub dropped: Vec<String>,
+}
+
+/// Which tensors a chain's tiles read as bands rather than whole (see [`super::bands`]).
+pub struct BandSources<'a> {
+    /// Scatter the graph inputs the tiles read.
+    pub scatter_inputs: bool,
+    /// Whether a node was added by an earlier split: the Concats among them assembling a
+    /// tensor only this chain reads are dropped, their parts read as bands.
+    pub made_by_split: &'a dyn Fn(NodeId) -> bool,
+}
+
+impl BandSources<'static> {
+    /// Every tensor read whole.
+    pub const NONE: BandSources<'static> = BandSources {
+        scatter_inputs: false,
+        made_by_split: &no_node,
+    };
+}
+
+/// No node.
+fn no_node(_: NodeId) -> bool {
+    false
 }
 
 /// What one chain became.
@@ -35,15 +60,15 @@ pub struct Parts {
 }
 
 /// Rewrites `proto` (typed as `graph`) so that the chain, which occupies consecutive steps of
-/// `order`, runs tile by tile; `label` tags the new names (e.g. `split1`). With `scatter`, the
-/// graph inputs the tiles read are scattered into bands (see [`super::bands`]).
+/// `order`, runs tile by tile; `label` tags the new names (e.g. `split1`); `sources` says
+/// which tensors the tiles read as bands (see [`super::bands`]).
 pub fn rewrite(
     proto: &ModelProto,
     graph: &Graph,
     order: &[NodeId],
     (chain, tiling): (&Chain, &Tiling),
     label: &str,
-    scatter: bool,
+    sources: &BandSources,
 ) -> Rewritten {
     let old = &proto
         .graph
@@ -56,11 +81,13 @@ pub fn rewrite(
         .expect("the chain is in the order")
         + 1;
     let mut b = Glue::new(proto, graph, label);
-    let (bands, scatters) = if scatter {
+    let (mut bands, scatters) = if sources.scatter_inputs {
         scatter_inputs(&mut b, graph, chain, tiling)
     } else {
         Default::default()
     };
+    let (assembled, concats) = concat_inputs(graph, chain, sources.made_by_split);
+    bands.extend(assembled);
     let mut copies = vec![Vec::new(); chain.nodes.len()];
     // The chain's outputs (positions in the chain), the other outputs first.
     let outputs: Vec<usize> = chain.extra.iter().copied().chain([chain.last]).collect();
@@ -208,6 +235,10 @@ pub fn rewrite(
     let internal: HashSet<&str> = (0..chain.nodes.len())
         .filter(|k| !outputs.contains(k))
         .map(|k| graph.values[output_of(graph, chain, k)].name.as_str())
+        .chain(concats.iter().map(|&c| {
+            let out = graph.nodes[c].outputs[0].expect("a Concat has an output");
+            graph.values[out].name.as_str()
+        }))
         .collect();
     let in_chain: HashSet<NodeId> = chain.nodes.iter().copied().collect();
     // Shape nodes reading a tensor the chain no longer makes become its known value.
@@ -222,7 +253,7 @@ pub fn rewrite(
         })
         .collect();
     b.fold_shapes(graph, &folded);
-    let replaced = |n: NodeId| in_chain.contains(&n) || folded.contains(&n);
+    let replaced = |n: NodeId| in_chain.contains(&n) || folded.contains(&n) || concats.contains(&n);
     let (mut model, kept, mut glue) = splice(proto, order, vec![(end, b)], &replaced, &internal);
     mark_scatters(&mut model, &scatters);
     Rewritten {
@@ -232,6 +263,10 @@ pub fn rewrite(
             copies,
             glue: glue.remove(0),
         }],
+        dropped: concats
+            .iter()
+            .map(|&c| graph.nodes[c].name.clone())
+            .collect(),
     }
 }
 

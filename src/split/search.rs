@@ -6,12 +6,12 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
+use super::bands::assembled_inputs;
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
-use super::estimate::{chain_work, live_bytes, step_operands, strips_work, tiles_work};
+use super::estimate::{Banding, chain_work, live_bytes, step_operands, strips_work, tiles_work};
 use super::layout::{Layout, NCHW};
 use super::macs::graph_macs;
-use super::rewrite::Rewritten;
-use super::rewrite::rewrite;
+use super::rewrite::{BandSources, Rewritten, rewrite};
 use super::rows::rewrite::{RowCut, rewrite_rows};
 use super::rows::{self, Blocking};
 use super::target::{grade, target};
@@ -44,6 +44,12 @@ pub struct Outcome {
     pub over_budget: u64,
     /// The `splits` section of the table (its `source` left for the caller to fill).
     pub info: SplitsInfo,
+    /// Whether any round found a row chain to cut (whether searches differing in how they
+    /// cut rows could find anything else).
+    pub saw_rows: bool,
+    /// Whether any round found a chain reading an earlier split's parts as bands (whether
+    /// searches differing in how they estimate those could find anything else).
+    pub saw_bands: bool,
 }
 
 /// A candidate: what it cuts, its estimated arena and the estimate of the chain's own part
@@ -182,6 +188,7 @@ pub fn search(
     // The state before a cut taken on trial (see [`Trial`]), while no later round has lowered
     // the score below the one it had.
     let mut on_trial: Option<Trial> = None;
+    let (mut saw_rows, mut saw_bands) = (false, false);
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let live = live_bytes(&planned.table);
@@ -198,6 +205,13 @@ pub fn search(
         let Ok(mut candidates) = found else {
             break;
         };
+        saw_rows |= candidates.iter().any(|c| matches!(c.cut, Cut::Rows(_)));
+        let made_by_split = |n: usize| origin[n].is_none();
+        let graph = &planned.model.graph;
+        saw_bands |= candidates.iter().any(|c| match &c.cut {
+            Cut::Tiles(chain, _) => !assembled_inputs(graph, chain, &made_by_split).is_empty(),
+            Cut::Rows(_) => false,
+        });
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
@@ -210,7 +224,13 @@ pub fn search(
         let proto = current.as_ref().map_or(&first.original, |c| &c.0);
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
-            let rewritten = rewrite_cuts(proto, planned, &[candidate], chains.len(), options);
+            let rewritten = rewrite_cuts(
+                proto,
+                planned,
+                &[candidate],
+                (chains.len(), &origin),
+                options,
+            );
             let Some(trial) = plan(rewritten.model.clone())? else {
                 spent = true;
                 break;
@@ -292,7 +312,7 @@ pub fn search(
         if !alike.is_empty() && !spent {
             let batch: Vec<usize> = taken.iter().chain(&alike).copied().collect();
             let cuts: Vec<&Candidate> = batch.iter().map(|&i| &candidates[i]).collect();
-            let together = rewrite_cuts(proto, planned, &cuts, chains.len(), options);
+            let together = rewrite_cuts(proto, planned, &cuts, (chains.len(), &origin), options);
             match plan(together.model.clone())? {
                 Some(t) => {
                     let together_score = score(&t);
@@ -319,6 +339,15 @@ pub fn search(
                 }
                 Cut::Rows(b) => rows::record(b, parts, graph, &origin, &labels, arena(&trial)),
             });
+        }
+        // A chain whose assembling Concat the new one dropped is read as bands by it.
+        let newest = chains.len() - 1;
+        for chain in &mut chains[..newest] {
+            let before = chain.glue.len();
+            chain.glue.retain(|g| !rewritten.dropped.contains(g));
+            if chain.glue.len() < before {
+                chain.read_as_bands_by = Some(newest);
+            }
         }
         origin = rewritten
             .kept
@@ -367,16 +396,19 @@ pub fn search(
             extra_macs: used,
             chains,
         },
+        saw_rows,
+        saw_bands,
     })
 }
 
 /// Rewrites the model `proto` (planned as `planned`) with `cuts` split: one chain, or several
-/// row chains of repeated layers (disjoint) at once; their labels count on from `done`.
+/// row chains of repeated layers (disjoint) at once; their labels count on from `done`, and
+/// `origin` maps the nodes to the input model's (`None` for nodes earlier splits made).
 fn rewrite_cuts(
     proto: &ModelProto,
     planned: &Planned,
     cuts: &[&Candidate],
-    done: usize,
+    (done, origin): (usize, &[Option<usize>]),
     options: &SplitOptions,
 ) -> Rewritten {
     let (graph, order) = (&planned.model.graph, &planned.table.schedule);
@@ -388,14 +420,11 @@ fn rewrite_cuts(
         },
     ] = cuts
     {
-        return rewrite(
-            proto,
-            graph,
-            order,
-            (chain, tiling),
-            &label(0),
-            options.scatter_inputs,
-        );
+        let sources = BandSources {
+            scatter_inputs: options.scatter_inputs,
+            made_by_split: &|n| origin[n].is_none(),
+        };
+        return rewrite(proto, graph, order, (chain, tiling), &label(0), &sources);
     }
     let rows: Vec<RowCut> = cuts
         .iter()
@@ -538,7 +567,15 @@ fn candidates(
             let share = options.search_time.as_secs_f64() * WORK_PER_SECOND as f64;
             let share = (share / TARGET_SHARE as f64) as u64;
             let grids = grids(false);
-            let found = target(planned, live, &allowed, &grids, allowance, spend, share)?;
+            let found = target(
+                planned,
+                live,
+                (&allowed, options.progressive_bands),
+                &grids,
+                allowance,
+                spend,
+                share,
+            )?;
             (found.target, found.graded)
         }
         false => (None, HashMap::new()),
@@ -563,7 +600,15 @@ fn candidates(
             };
             let grades = match graded.remove(&steps) {
                 Some(g) => g,
-                None => grade(graph, table, live, &chain, steps, &tried, allowance, spend)?,
+                None => {
+                    let made_by_split = |n: usize| !allowed(n);
+                    let banding = Banding {
+                        made_by_split: &made_by_split,
+                        progressive: options.progressive_bands,
+                    };
+                    let grids = (&tried[..], allowance);
+                    grade(graph, table, live, &chain, steps, grids, &banding, spend)?
+                }
             };
             // The best by rank, the first of equals in grid order.
             let best = grades
@@ -679,6 +724,7 @@ fn record(
         arena_after,
         nodes,
         glue: parts.glue.clone(),
+        read_as_bands_by: None,
     }
 }
 

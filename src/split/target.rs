@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
-use super::estimate::{ChainEstimate, chain_work, strips_work, tiles_work};
+use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
 use super::tiling::tile_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
@@ -38,11 +38,11 @@ pub fn grade(
     live: &[u64],
     chain: &Chain,
     steps: [usize; 2],
-    grids: &[[usize; 2]],
-    allowance: u64,
+    (grids, allowance): (&[[usize; 2]], u64),
+    banding: &Banding,
     spend: Spend,
 ) -> Result<Vec<Graded>, Spent> {
-    let estimates = ChainEstimate::new(graph, table, live, chain, steps);
+    let estimates = ChainEstimate::new(graph, (table, live), chain, steps, banding);
     let n = chain.nodes.len();
     let mut failed: Vec<[usize; 2]> = Vec::new();
     let mut graded = Vec::new();
@@ -94,7 +94,7 @@ pub struct Aim {
 pub fn target(
     planned: &Planned,
     live: &[u64],
-    allowed: &dyn Fn(usize) -> bool,
+    (allowed, progressive): (&dyn Fn(usize) -> bool, bool),
     grids: &[[usize; 2]],
     allowance: u64,
     spend: Spend,
@@ -134,7 +134,13 @@ pub fn target(
                     return Ok(true);
                 };
                 let table = &planned.table;
-                let g = grade(graph, table, live, &chain, steps, grids, allowance, spend)?;
+                let made_by_split = |n: usize| !allowed(n);
+                let banding = Banding {
+                    made_by_split: &made_by_split,
+                    progressive,
+                };
+                let limits = (grids, allowance);
+                let g = grade(graph, table, live, &chain, steps, limits, &banding, spend)?;
                 let costs: Vec<_> = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
                 let fits = !costs.is_empty();
                 chains.push(ChainCost::new(steps, costs));

@@ -180,5 +180,6 @@ pub fn record(
         arena_after,
         nodes,
         glue: parts.glue.clone(),
+        read_as_bands_by: None,
     }
 }

@@ -83,6 +83,7 @@ pub fn rewrite_rows(
             .zip(glue)
             .map(|(copies, glue)| Parts { copies, glue })
             .collect(),
+        dropped: Vec::new(),
     }
 }
 
