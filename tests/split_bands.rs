@@ -11,6 +11,10 @@
 //!   [4,8), band 1 rows [0,4) and [4,8).
 //!
 //! Band 0 is last read by tile 2, so it is freed before tile 3 runs: Y1 is never whole.
+//!
+//! Split in the other order (the second block first, its tiles taking those eight Slices of
+//! Y1; then the first block), the first block's output is never assembled: each Slice
+//! becomes the same read of its row strips, at the Slice's step.
 
 mod common;
 
@@ -21,8 +25,9 @@ use common::{
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
-use onnx_memplan::split::rewrite::{BandSources, rewrite};
+use onnx_memplan::split::rewrite::{BandSources, Rewritten, rewrite};
 use onnx_memplan::split::tiling::tile;
+use std::path::{Path, PathBuf};
 
 fn conv(input: &str, weight: &str, output: &str) -> NodeProto {
     let n = node("Conv", &[input, weight], &[output]);
@@ -82,63 +87,74 @@ fn rows_of(model: &ModelProto, slice: &NodeProto) -> (String, [i64; 2]) {
     (slice.input[0].clone(), [starts[0], ends[0]])
 }
 
-#[test]
-fn a_chain_reads_an_earlier_splits_parts_as_bands() {
-    let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("two_blocks.onnx");
+/// The model of the module comment written to `dir`, with the nodes of chain `a` cut by
+/// `grid_a` and then, on the rewritten model, those of chain `b` by `grid_b`; chains are
+/// named by the outputs of their nodes. Returns the original's path, the first rewrite's
+/// Concat or Slices feeding the second, and the second rewrite.
+fn split_twice(
+    dir: &Path,
+    (a, grid_a): (&[&str], [usize; 2]),
+    (b, grid_b): (&[&str], [usize; 2]),
+) -> (PathBuf, ModelProto, Rewritten) {
+    let original = dir.join("two_blocks.onnx");
     write_model(&two_blocks(), &original);
-
-    // Split 1: the first block in two rows of tiles.
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let first = chain_of(graph, &order[..2], 17).expect("Conv and Relu form a chain");
-    let tiling = tile(graph, &first, [2, 1]).unwrap();
-    let once = rewrite(
-        &proto,
-        graph,
-        &order,
-        (&first, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
-    assert!(once.dropped.is_empty());
-    let assembled = writer(&once.model, "y1");
-    assert_eq!(assembled.op_type(), "Concat");
-    let bands = assembled.input.clone();
-    assert_eq!(bands.len(), 2);
-    let split1 = dir.path().join("two_blocks.split1.onnx");
+    let cut = |path: &Path, outputs: &[&str], grid: [usize; 2], label: &str| {
+        let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
+        let graph = &typed.graph;
+        let order: Vec<usize> = (0..graph.nodes.len()).collect();
+        let makes = |name: &str| {
+            order
+                .iter()
+                .copied()
+                .find(|&n| graph.values[graph.nodes[n].outputs[0].unwrap()].name == name)
+                .unwrap()
+        };
+        let nodes: Vec<usize> = outputs.iter().map(|o| makes(o)).collect();
+        let chain = chain_of(graph, &nodes, 17).expect("the nodes form a chain");
+        let tiling = tile(graph, &chain, grid).unwrap();
+        let made_by_split = |n: usize| graph.nodes[n].name.contains("/split1/");
+        let sources = BandSources {
+            scatter_inputs: false,
+            made_by_split: &made_by_split,
+        };
+        rewrite(&proto, graph, &order, (&chain, &tiling), label, &sources)
+    };
+    let once = cut(&original, a, grid_a, "split1");
+    assert!(once.dropped.is_empty() && once.unsliced.is_empty());
+    let split1 = dir.join("two_blocks.split1.onnx");
     write_model(&once.model, &split1);
+    let twice = cut(&split1, b, grid_b, "split2");
+    (original, once.model, twice)
+}
 
-    // Split 2: the second block, on the rewritten model, in four rows of tiles.
-    let (proto, typed, _) = load_typed(&split1, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let makes = |name: &str| {
-        order
-            .iter()
-            .copied()
-            .find(|&n| graph.values[graph.nodes[n].outputs[0].unwrap()].name == name)
-            .unwrap()
-    };
-    let nodes = [makes("c2"), makes("r2"), makes("y")];
-    let second = chain_of(graph, &nodes, 17).expect("Conv, Relu and Add form a chain");
-    let tiling = tile(graph, &second, [4, 1]).unwrap();
-    let made_by_split = |n: usize| graph.nodes[n].name.contains("/split1/");
-    let sources = BandSources {
-        scatter_inputs: false,
-        made_by_split: &made_by_split,
-    };
-    let twice = rewrite(
-        &proto,
-        graph,
-        &order,
-        (&second, &tiling),
-        "split2",
-        &sources,
-    );
-    assert_eq!(twice.dropped, [assembled.name().to_string()]);
-    let m = &twice.model;
+/// The rows of the bands `bands` that tile `t`'s Conv (`c2` copy `c2/{label}/t{t}_0`) reads:
+/// one Slice of a band, or the Concat along H of Slices of both.
+fn conv_reads(m: &ModelProto, label: &str, t: usize) -> Vec<(String, [i64; 2])> {
+    let input = writer(m, &writer(m, &format!("c2/{label}/t{t}_0")).input[0]);
+    if input.op_type() == "Slice" {
+        return vec![rows_of(m, input)];
+    }
+    assert_eq!(input.op_type(), "Concat");
+    let axis = input.attribute.iter().find(|a| a.name() == "axis").unwrap();
+    assert_eq!(axis.i, Some(2));
+    input
+        .input
+        .iter()
+        .map(|p| rows_of(m, writer(m, p)))
+        .collect()
+}
+
+/// The rows of the bands that tile `t`'s Add (`y/{label}/t{t}_0`) reads as its residual.
+fn residual_reads(m: &ModelProto, label: &str, t: usize) -> (String, [i64; 2]) {
+    rows_of(
+        m,
+        writer(m, &writer(m, &format!("y/{label}/t{t}_0")).input[1]),
+    )
+}
+
+/// The reads of the module comment, with `bands` the first block's two row strips and
+/// `label` the second block's split.
+fn assert_band_reads(m: &ModelProto, label: &str, bands: &[String]) {
     let g = m.graph.as_ref().unwrap();
     assert!(
         g.node
@@ -146,73 +162,105 @@ fn a_chain_reads_an_earlier_splits_parts_as_bands() {
             .all(|n| !n.output.contains(&"y1".into()) && !n.input.contains(&"y1".into())),
         "nothing makes or reads Y1 whole"
     );
-
-    // Each tile's Conv: one Slice of a band, or the Concat along H of Slices of both.
-    let conv_input = |b: usize| writer(m, &writer(m, &format!("c2/split2/t{b}_0")).input[0]);
-    let single = |b: usize| rows_of(m, conv_input(b));
-    let joined = |b: usize| {
-        let concat = conv_input(b);
-        assert_eq!(concat.op_type(), "Concat");
-        let axis = concat
-            .attribute
-            .iter()
-            .find(|a| a.name() == "axis")
-            .unwrap();
-        assert_eq!(axis.i, Some(2));
-        let parts: Vec<_> = concat
-            .input
-            .iter()
-            .map(|p| rows_of(m, writer(m, p)))
-            .collect();
-        parts
-    };
-    assert_eq!(single(0), (bands[0].clone(), [0, 5]));
+    let (b0, b1) = (bands[0].clone(), bands[1].clone());
+    assert_eq!(conv_reads(m, label, 0), [(b0.clone(), [0, 5])]);
     assert_eq!(
-        joined(1),
-        [(bands[0].clone(), [3, 8]), (bands[1].clone(), [0, 1])]
+        conv_reads(m, label, 1),
+        [(b0.clone(), [3, 8]), (b1.clone(), [0, 1])]
     );
     assert_eq!(
-        joined(2),
-        [(bands[0].clone(), [7, 8]), (bands[1].clone(), [0, 5])]
+        conv_reads(m, label, 2),
+        [(b0.clone(), [7, 8]), (b1.clone(), [0, 5])]
     );
-    assert_eq!(single(3), (bands[1].clone(), [3, 8]));
-    // Each tile's Add: the tile's own rows of one band.
-    let residual = |b: usize| {
-        rows_of(
-            m,
-            writer(m, &writer(m, &format!("y/split2/t{b}_0")).input[1]),
-        )
-    };
-    assert_eq!(residual(0), (bands[0].clone(), [0, 4]));
-    assert_eq!(residual(1), (bands[0].clone(), [4, 8]));
-    assert_eq!(residual(2), (bands[1].clone(), [0, 4]));
-    assert_eq!(residual(3), (bands[1].clone(), [4, 8]));
+    assert_eq!(conv_reads(m, label, 3), [(b1.clone(), [3, 8])]);
+    assert_eq!(residual_reads(m, label, 0), (b0.clone(), [0, 4]));
+    assert_eq!(residual_reads(m, label, 1), (b0, [4, 8]));
+    assert_eq!(residual_reads(m, label, 2), (b1.clone(), [0, 4]));
+    assert_eq!(residual_reads(m, label, 3), (b1, [4, 8]));
+}
 
-    // Planned: band 0 is freed before tile 3's Conv runs; the table verifies and the model
-    // gives the original's outputs.
-    let split2 = dir.path().join("two_blocks.split2.onnx");
-    write_model(m, &split2);
-    let annotated = dir.path().join("planned.onnx");
-    let run = common::plan_to(&split2, &annotated, &[]);
+/// Plans the rewritten model `m`: band 0 is freed before tile 3's Conv runs (`label` the
+/// second block's split), the table verifies, and the model gives the original's outputs.
+fn assert_plans_with_bands_freed(
+    dir: &Path,
+    original: &Path,
+    m: &ModelProto,
+    label: &str,
+    bands: &[String],
+) {
+    let split = dir.join("two_blocks.split2.onnx");
+    write_model(m, &split);
+    let annotated = dir.join("planned.onnx");
+    let run = common::plan_to(&split, &annotated, &[]);
     assert!(
         run.status.success(),
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let table = dir.path().join("planned.memplan.json");
+    let table = dir.join("planned.memplan.json");
     let t = read_table(&table);
     let entry = |name: &str| t.tensors.iter().find(|e| e.name == name).unwrap();
-    let planned = load_typed(&split2, &Default::default()).unwrap().1.graph;
+    let planned = load_typed(&split, &Default::default()).unwrap().1.graph;
     let step_of = |node: &str| {
         let id = planned.nodes.iter().position(|n| n.name == node).unwrap();
         t.schedule.iter().position(|&s| s == id).unwrap()
     };
-    let tile3 = step_of(writer(m, "c2/split2/t3_0").name());
+    let tile3 = step_of(writer(m, &format!("c2/{label}/t3_0")).name());
     assert!(
         entry(&bands[0]).last < tile3,
         "band 0 is freed before tile 3"
     );
     assert!(entry(&bands[1]).last >= tile3);
-    assert_verifies(&split2, &table);
-    compare_in_onnxruntime(&original, &annotated);
+    assert_verifies(&split, &table);
+    compare_in_onnxruntime(original, &annotated);
+}
+
+#[test]
+fn a_chain_reads_an_earlier_splits_parts_as_bands() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = (&["c1", "y1"][..], [2, 1]);
+    let second = (&["c2", "r2", "y"][..], [4, 1]);
+    let (original, once, twice) = split_twice(dir.path(), first, second);
+    // Split 1 assembled Y1 from its two rows of tiles; split 2 dropped that Concat.
+    let assembled = writer(&once, "y1");
+    assert_eq!(assembled.op_type(), "Concat");
+    let bands = assembled.input.clone();
+    assert_eq!(bands.len(), 2);
+    assert_eq!(twice.dropped, [assembled.name().to_string()]);
+    assert!(twice.unsliced.is_empty());
+    assert_band_reads(&twice.model, "split2", &bands);
+    assert_plans_with_bands_freed(dir.path(), &original, &twice.model, "split2", &bands);
+}
+
+#[test]
+fn a_chain_whose_output_an_earlier_split_slices_is_read_as_bands_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = (&["c2", "r2", "y"][..], [4, 1]);
+    let second = (&["c1", "y1"][..], [2, 1]);
+    let (original, once, twice) = split_twice(dir.path(), first, second);
+    // Split 1's tiles took eight Slices of Y1 (a Conv's and an Add's per tile); split 2
+    // dropped them, and its rows of tiles are the bands.
+    let g = once.graph.as_ref().unwrap();
+    let slices: Vec<String> = g
+        .node
+        .iter()
+        .filter(|n| n.input.first().is_some_and(|i| i == "y1"))
+        .map(|n| {
+            assert_eq!(n.op_type(), "Slice");
+            n.name().to_string()
+        })
+        .collect();
+    assert_eq!(slices.len(), 8);
+    let mut unsliced = twice.unsliced.clone();
+    unsliced.sort();
+    let mut expected = slices.clone();
+    expected.sort();
+    assert_eq!(unsliced, expected);
+    assert!(twice.dropped.is_empty());
+    let bands = vec!["y1/split2/t0_0".to_string(), "y1/split2/t1_0".to_string()];
+    for band in &bands {
+        writer(&twice.model, band);
+    }
+    assert_band_reads(&twice.model, "split1", &bands);
+    assert_plans_with_bands_freed(dir.path(), &original, &twice.model, "split1", &bands);
 }

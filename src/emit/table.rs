@@ -206,9 +206,9 @@ pub struct SplitChain {
     pub nodes: Vec<SplitNode>,
     /// The Slice and Concat nodes the split added.
     pub glue: Vec<String>,
-    /// The later chain (its index in the chains) whose tiles read this chain's parts of its
-    /// output directly, as bands: the Concat that assembled `output` is gone, and no tensor
-    /// of the rewritten model has that name. Absent otherwise.
+    /// Another chain (its index in the chains, before or after this one) whose tiles read
+    /// this chain's parts of its output directly, as bands: `output` is not assembled, and no
+    /// tensor of the rewritten model has that name. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_as_bands_by: Option<usize>,
 }

@@ -5,7 +5,10 @@
 //!   its `memplan.scatter` metadata (see [`crate::ir::scatter_nodes`]): the runtime writes the
 //!   input straight into the bands;
 //! - the output of a Concat an earlier split added to assemble its chain's output along H or
-//!   W: the tiles read that chain's parts, and the Concat goes.
+//!   W: the tiles read that chain's parts, and the Concat goes;
+//! - a chain's own output when only an earlier split's Slices read it (that split's tiles):
+//!   each Slice becomes a read of the new chain's row strips at its step, and the output is
+//!   never assembled.
 
 use std::collections::HashMap;
 
@@ -30,6 +33,12 @@ pub struct Bands {
 }
 
 impl Bands {
+    /// The bands `bands` (each tensor and its span) cutting a tensor of H × W `size` along
+    /// `axis` (2 for H, 3 for W).
+    pub fn new(axis: usize, bands: Vec<(String, Span)>, size: [i64; 2]) -> Bands {
+        Bands { axis, bands, size }
+    }
+
     /// The tensor holding `want` (clipped to the input) for tile `tag`: one band, a Slice of
     /// one, or the Concat of the parts of the bands it crosses.
     pub fn read(&self, b: &mut Glue, source: &str, want: Region, tag: &str) -> String {
@@ -158,6 +167,59 @@ pub fn concat_inputs(
         concats.push(a.concat);
     }
     (found, concats)
+}
+
+/// The readers of `v` when every one is a Slice an earlier split added (`made_by_split`)
+/// that cuts H and W only, with unit steps, each with its step in `order` and the region it
+/// takes (clipped to the tensor); `None` otherwise or without readers.
+pub fn sliced_by_split(
+    graph: &Graph,
+    order: &[NodeId],
+    v: ValueId,
+    made_by_split: &dyn Fn(NodeId) -> bool,
+) -> Option<Vec<(NodeId, usize, Region)>> {
+    let value = &graph.values[v];
+    let shape = shape_of(graph, v).filter(|s| s.len() == 4)?;
+    if value.is_output || value.consumers.is_empty() {
+        return None;
+    }
+    let mut found = Vec::with_capacity(value.consumers.len());
+    for &c in &value.consumers {
+        let node = &graph.nodes[c];
+        if node.op_type != "Slice"
+            || !node.domain.is_empty()
+            || !made_by_split(c)
+            || node.inputs.first().copied().flatten() != Some(v)
+        {
+            return None;
+        }
+        let bound = |i: usize, attribute: &str| -> Option<Vec<i64>> {
+            match node.inputs.get(i).copied().flatten() {
+                Some(u) => graph.values[u].constant.as_ref()?.to_i64_vec(),
+                None => node.attr_ints(attribute).map(<[i64]>::to_vec),
+            }
+        };
+        let (starts, ends) = (bound(1, "starts")?, bound(2, "ends")?);
+        let axes = bound(3, "axes").unwrap_or_else(|| (0..starts.len() as i64).collect());
+        let unit = bound(4, "steps").is_none_or(|s| s.iter().all(|&x| x == 1));
+        if !unit || axes.len() != starts.len() || ends.len() != starts.len() {
+            return None;
+        }
+        let mut region = [Span::new(0, shape[2]), Span::new(0, shape[3])];
+        for ((&axis, &start), &end) in axes.iter().zip(&starts).zip(&ends) {
+            let axis = usize::try_from(if axis < 0 { axis + 4 } else { axis }).ok()?;
+            if !(2..4).contains(&axis) {
+                return None;
+            }
+            let size = shape[axis];
+            let at = |x: i64| if x < 0 { x + size } else { x }.clamp(0, size);
+            region[axis - 2] = Span::new(at(start), at(end));
+        }
+        let step = order.iter().position(|&n| n == c)?;
+        found.push((c, step, region));
+    }
+    found.sort_by_key(|f| f.1);
+    Some(found)
 }
 
 /// Cuts every graph input the chain reads (and nothing else reads) into bands, one per row of

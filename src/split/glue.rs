@@ -44,6 +44,20 @@ impl Glue {
         }
     }
 
+    /// Moves the nodes from position `from` on into a rewrite of their own, which `splice`
+    /// inserts at another step; their names, initializers and glue entries stay with this one.
+    pub fn detach(&mut self, from: usize) -> Glue {
+        Glue {
+            names: Names(HashSet::new()),
+            nodes: self.nodes.split_off(from),
+            initializers: Vec::new(),
+            glue: Vec::new(),
+            label: self.label.clone(),
+            opset: self.opset,
+            constants: HashMap::new(),
+        }
+    }
+
     /// A fresh name `{base}/{label}/{tag}`.
     pub fn fresh(&mut self, base: &str, tag: &str) -> String {
         let name = format!("{base}/{}/{tag}", self.label);

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::bands::{concat_inputs, mark_scatters, scatter_inputs};
+use super::bands::{Bands, concat_inputs, mark_scatters, scatter_inputs, sliced_by_split};
 use super::chain::{Chain, Read, is_foldable_shape};
 use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
@@ -24,9 +24,11 @@ pub struct Rewritten {
     pub kept: Vec<Option<usize>>,
     /// What each chain became, in the order the chains were given.
     pub parts: Vec<Parts>,
-    /// The nodes of earlier splits the rewrite dropped (Concats whose parts the tiles now
-    /// read as bands).
+    /// The Concats of earlier splits the rewrite dropped: the tiles read their parts as bands.
     pub dropped: Vec<String>,
+    /// The Slices of earlier splits the rewrite dropped: they read the chain's output, whose
+    /// row strips are read as bands at their steps instead.
+    pub unsliced: Vec<String>,
 }
 
 /// Which tensors a chain's tiles read as bands rather than whole (see [`super::bands`]).
@@ -228,6 +230,36 @@ pub fn rewrite(
             assembly[o].push(&mut b, result, tile.at[0], tiling.grid);
         }
     }
+    // The chain's output, when only earlier splits' Slices read it: each Slice becomes a read
+    // of the row strips at its own step (`late`), its readers renamed to that read.
+    let mut late: Vec<(usize, Glue)> = Vec::new();
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    let mut unsliced: Vec<NodeId> = Vec::new();
+    let last = assembly.pop().expect("the chain's output is assembled");
+    let readers = match tiling.grid[0] > 1 && chain.layouts[chain.last] == super::layout::NCHW {
+        true => sliced_by_split(graph, order, chain.output, sources.made_by_split),
+        false => None,
+    };
+    match readers {
+        Some(readers) => {
+            let [h, w] = chain.grids[chain.last];
+            let rows = (0..tiling.grid[0]).map(|g| {
+                let tile = tiling.tiles.iter().find(|t| t.at == [g, 0]);
+                tile.expect("every row of tiles has a first tile").part[0]
+            });
+            let bands = Bands::new(2, last.strips.into_iter().zip(rows).collect(), [h, w]);
+            let name = &graph.values[chain.output].name;
+            for (i, &(slice, step, region)) in readers.iter().enumerate() {
+                let from = b.nodes.len();
+                let read = bands.read(&mut b, name, region, &format!("r{i}"));
+                late.push((step, b.detach(from)));
+                let out = graph.nodes[slice].outputs[0].expect("a Slice has an output");
+                renamed.insert(graph.values[out].name.clone(), read);
+                unsliced.push(slice);
+            }
+        }
+        None => assembly.push(last),
+    }
     for a in assembly {
         a.finish(&mut b, tiling.grid);
     }
@@ -235,10 +267,11 @@ pub fn rewrite(
     let internal: HashSet<&str> = (0..chain.nodes.len())
         .filter(|k| !outputs.contains(k))
         .map(|k| graph.values[output_of(graph, chain, k)].name.as_str())
-        .chain(concats.iter().map(|&c| {
-            let out = graph.nodes[c].outputs[0].expect("a Concat has an output");
+        .chain(concats.iter().chain(&unsliced).map(|&c| {
+            let out = graph.nodes[c].outputs[0].expect("a Concat or Slice has an output");
             graph.values[out].name.as_str()
         }))
+        .chain((!unsliced.is_empty()).then_some(graph.values[chain.output].name.as_str()))
         .collect();
     let in_chain: HashSet<NodeId> = chain.nodes.iter().copied().collect();
     // Shape nodes reading a tensor the chain no longer makes become its known value.
@@ -253,8 +286,22 @@ pub fn rewrite(
         })
         .collect();
     b.fold_shapes(graph, &folded);
-    let replaced = |n: NodeId| in_chain.contains(&n) || folded.contains(&n) || concats.contains(&n);
-    let (mut model, kept, mut glue) = splice(proto, order, vec![(end, b)], &replaced, &internal);
+    let replaced = |n: NodeId| {
+        in_chain.contains(&n)
+            || folded.contains(&n)
+            || concats.contains(&n)
+            || unsliced.contains(&n)
+    };
+    let rewrites = std::iter::once((end, b)).chain(late).collect();
+    let (mut model, kept, mut glue) = splice(proto, order, rewrites, &replaced, &internal);
+    if !renamed.is_empty() {
+        let g = model.graph.as_mut().expect("a loaded model has a graph");
+        for input in g.node.iter_mut().flat_map(|n| n.input.iter_mut()) {
+            if let Some(to) = renamed.get(input) {
+                *input = to.clone();
+            }
+        }
+    }
     mark_scatters(&mut model, &scatters);
     Rewritten {
         model,
@@ -264,6 +311,10 @@ pub fn rewrite(
             glue: glue.remove(0),
         }],
         dropped: concats
+            .iter()
+            .map(|&c| graph.nodes[c].name.clone())
+            .collect(),
+        unsliced: unsliced
             .iter()
             .map(|&c| graph.nodes[c].name.clone())
             .collect(),

@@ -340,13 +340,21 @@ pub fn search(
                 Cut::Rows(b) => rows::record(b, parts, graph, &origin, &labels, arena(&trial)),
             });
         }
-        // A chain whose assembling Concat the new one dropped is read as bands by it.
+        // A chain whose assembling Concat the new one dropped is read as bands by it; a
+        // chain whose Slices of the new one's output it dropped reads the new one as bands.
         let newest = chains.len() - 1;
-        for chain in &mut chains[..newest] {
-            let before = chain.glue.len();
-            chain.glue.retain(|g| !rewritten.dropped.contains(g));
-            if chain.glue.len() < before {
-                chain.read_as_bands_by = Some(newest);
+        for i in 0..newest {
+            let glue = &mut chains[i].glue;
+            let before = glue.len();
+            glue.retain(|g| !rewritten.dropped.contains(g));
+            if glue.len() < before {
+                chains[i].read_as_bands_by = Some(newest);
+            }
+            let glue = &mut chains[i].glue;
+            let before = glue.len();
+            glue.retain(|g| !rewritten.unsliced.contains(g));
+            if glue.len() < before {
+                chains[newest].read_as_bands_by = Some(i);
             }
         }
         origin = rewritten

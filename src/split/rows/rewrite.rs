@@ -84,6 +84,7 @@ pub fn rewrite_rows(
             .map(|(copies, glue)| Parts { copies, glue })
             .collect(),
         dropped: Vec::new(),
+        unsliced: Vec::new(),
     }
 }
 
