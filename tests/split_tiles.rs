@@ -546,3 +546,82 @@ fn verify_refuses_bad_strided_views() {
         "tensors 'x/split1/band0' and 'y/split1/t0_0' are both live",
     );
 }
+
+/// X[1,2,12,12] → Conv 3×3 pad 1 (8 channels) → Slice of channels [2,6) along `axis` → Conv
+/// 3×3 pad 1 → Y[1,4,12,12] (`axis` 1), or a Slice of rows [2,6) along H (`axis` 2).
+fn sliced_chain(axis: i64) -> ModelProto {
+    let mut first = conv("x", "w1", "c1", 1);
+    first.name = Some("first".into());
+    model(GraphProto {
+        name: Some("sliced_chain".into()),
+        node: vec![
+            first,
+            node("Slice", &["c1", "starts", "ends", "axes"], &["s"]),
+            conv("s", "w2", "y", 1),
+        ],
+        input: vec![float_info("x", &[1, 2, 12, 12])],
+        output: vec![float_info(
+            "y",
+            if axis == 1 {
+                &[1, 4, 12, 12]
+            } else {
+                &[1, 4, 4, 12]
+            },
+        )],
+        initializer: vec![
+            wave_init("w1", &[8, 2, 3, 3], 1.0),
+            wave_init("w2", &[4, if axis == 1 { 4 } else { 8 }, 3, 3], 2.0),
+            common::int_init("starts", &[1], &[2]),
+            common::int_init("ends", &[1], &[6]),
+            common::int_init("axes", &[1], &[axis]),
+        ],
+        ..Default::default()
+    })
+}
+
+/// A Slice along channels keeps every position, so it joins a chain like an elementwise node
+/// (worked by hand for tile (0, 0) of 2×2: Y rows and columns [0,6) read Slice [-1,7), which
+/// the Slice computes clipped, [0,7), from the same positions of the first Conv); each tile
+/// copy slices the same channels. A Slice along H moves positions and ends the chain.
+#[test]
+fn a_channel_slice_joins_a_chain_and_a_row_slice_ends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sliced_chain.onnx");
+    write_model(&sliced_chain(1), &path);
+    let (proto, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    let g = &typed.graph;
+    let order: Vec<usize> = (0..g.nodes.len()).collect();
+    let chain = chain_of(g, &order, 17).expect("Conv, channel Slice and Conv form a chain");
+    let tiling = tile(g, &chain, [2, 2]).unwrap();
+    let first = &tiling.tiles[0];
+    assert_eq!(first.computed[1], [Span::new(0, 7), Span::new(0, 7)]);
+    assert_eq!(first.computed[0], first.computed[1]);
+    assert_eq!(first.reads[1][0], Some(first.computed[1]));
+    let rewritten = rewrite(
+        &proto,
+        g,
+        &order,
+        (&chain, &tiling),
+        "split1",
+        &BandSources::NONE,
+    );
+    let nodes = &rewritten.model.graph.as_ref().unwrap().node;
+    let slices: Vec<_> = nodes
+        .iter()
+        .filter(|n| n.op_type() == "Slice" && n.input[0].starts_with("c1/"))
+        .collect();
+    assert_eq!(slices.len(), 4, "one channel Slice per tile");
+    for s in &slices {
+        assert_eq!(s.input[1..], ["starts", "ends", "axes"]);
+    }
+    let split = dir.path().join("sliced_chain.split.onnx");
+    write_model(&rewritten.model, &split);
+    common::plans_and_matches(dir.path(), &path, &split);
+
+    let rows = dir.path().join("row_sliced_chain.onnx");
+    write_model(&sliced_chain(2), &rows);
+    let (_, typed, _) = load_typed(&rows, &Default::default()).unwrap();
+    let order: Vec<usize> = (0..typed.graph.nodes.len()).collect();
+    assert!(chain_of(&typed.graph, &order, 17).is_none());
+    assert!(chain_of(&typed.graph, &order[..1], 17).is_some());
+}

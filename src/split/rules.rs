@@ -12,7 +12,8 @@ use crate::ir::{Graph, Node, concrete};
 pub enum Rule {
     /// Output position (h, w) reads position (h, w) of its spatial inputs: elementwise
     /// operators (any input may instead broadcast along H and W and is then read whole),
-    /// BatchNormalization (input 0 only), Concat along channels (every input).
+    /// BatchNormalization (input 0 only), Concat along channels (every input), Slice along
+    /// channels (input 0 only: a GhostNet or ShuffleNet channel split).
     Pointwise(Inputs),
     /// A sliding window over input 0 (Conv in every form, MaxPool, AveragePool; a constant
     /// `Pad` of H and W is a 1×1 window that computes nothing); weights, bias and the pad
@@ -205,6 +206,7 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
         "Concat" if matches!(node.attr_int("axis"), Some(1 | -3)) => {
             Some(Rule::Pointwise(Inputs::All))
         }
+        "Slice" if slices_channels(graph, node) => Some(Rule::Pointwise(Inputs::First)),
         _ if ELEMENTWISE.contains(&op) => Some(Rule::Pointwise(Inputs::All)),
         _ if ROWS.contains(&op) || REDUCTIONS.contains(&op) => Some(Rule::Rows),
         _ => None,
@@ -286,6 +288,45 @@ fn window(graph: &Graph, node: &Node) -> Option<Window> {
         pads_begin,
         pads_end,
     })
+}
+
+/// Whether a Slice of a rank-4 tensor cuts N or C only (its axes known, none of them H or
+/// W): it keeps every H × W position, so position (h, w) of its output reads the same one.
+fn slices_channels(graph: &Graph, node: &Node) -> bool {
+    let rank = node
+        .inputs
+        .first()
+        .copied()
+        .flatten()
+        .and_then(|v| shape_of(graph, v))
+        .map(|s| s.len());
+    if rank != Some(4) {
+        return false;
+    }
+    let constant = |i: usize| -> Option<Vec<i64>> {
+        let v = node.inputs.get(i).copied().flatten()?;
+        graph.values[v].constant.as_ref()?.to_i64_vec()
+    };
+    // Slice takes its bounds as inputs from opset 10 on, as attributes before; absent axes
+    // are the first ones, one per start.
+    let attributes = node.inputs.len() == 1;
+    let starts = match attributes {
+        true => node.attr_ints("starts").map(<[i64]>::to_vec),
+        false => constant(1),
+    };
+    let axes = match (attributes, node.inputs.get(3).copied().flatten()) {
+        (true, _) => node.attr_ints("axes").map(<[i64]>::to_vec),
+        (false, Some(_)) => match constant(3) {
+            Some(axes) => Some(axes),
+            None => return false,
+        },
+        (false, None) => None,
+    };
+    let Some(starts) = starts else {
+        return false;
+    };
+    let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    axes.iter().all(|&a| matches!(a, 0 | 1 | -4 | -3))
 }
 
 /// The pads of a `Pad` node as ONNX lists them (begin of every axis, then end of every axis):
