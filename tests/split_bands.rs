@@ -19,8 +19,8 @@
 mod common;
 
 use common::{
-    assert_verifies, compare_in_onnxruntime, float_info, model, node, read_table, wave_init,
-    write_model,
+    assert_verifies, compare_in_onnxruntime, float_info, int64s, model, node, read_table,
+    wave_init, write_model, writer,
 };
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_memplan::pipeline::load_typed;
@@ -54,25 +54,6 @@ fn two_blocks() -> ModelProto {
         ],
         ..Default::default()
     })
-}
-
-/// The node of `model` that writes `output`.
-fn writer<'m>(model: &'m ModelProto, output: &str) -> &'m NodeProto {
-    let g = model.graph.as_ref().unwrap();
-    g.node
-        .iter()
-        .find(|n| n.output.iter().any(|o| o == output))
-        .unwrap_or_else(|| panic!("no node writes '{output}'"))
-}
-
-/// The int64 values of initializer `name`.
-fn int64s(model: &ModelProto, name: &str) -> Vec<i64> {
-    let g = model.graph.as_ref().unwrap();
-    let t = g.initializer.iter().find(|t| t.name() == name).unwrap();
-    t.raw_data()
-        .chunks(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
 }
 
 /// The rows (along H) a Slice node takes of its input: its starts and ends on H.

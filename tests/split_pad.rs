@@ -22,7 +22,6 @@ use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rewrite::{BandSources, rewrite};
 use onnx_memplan::split::rules::rule_of;
 use onnx_memplan::split::tiling::tile;
 
@@ -102,14 +101,7 @@ fn tf_same_pads_tile_as_windows() {
     assert_eq!(read(2, 3), Span::new(2, 7));
     assert_eq!(tiling.extra_macs, 2016);
 
-    let rewritten = rewrite(
-        &proto,
-        graph,
-        &order,
-        (&chain, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
     // Each Pad copy pads only the borders its tile touches: P2's copy in tile (0,0) pads the
     // beginning of H and W, in tile (1,1) the end.
     let g = rewritten.model.graph.as_ref().unwrap();
@@ -202,14 +194,7 @@ fn pads_computed_from_a_shape_stay_outside_the_chain() {
     assert_eq!(graph.values[chain.output].name, "y");
     assert!(chain.extra.is_empty(), "R1 is not assembled for its Shape");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
-    let rewritten = rewrite(
-        &proto,
-        graph,
-        &order,
-        (&chain, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
     let g = rewritten.model.graph.as_ref().unwrap();
     assert!(g.node.iter().all(|n| !n.input.contains(&"r1".to_string())));
     let folded = g

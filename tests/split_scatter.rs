@@ -17,8 +17,8 @@
 mod common;
 
 use common::{
-    assert_verifies, assert_verify_refuses, compare_in_onnxruntime, float_info, model, node,
-    read_table, run_cli, wave_init, write_model,
+    assert_verifies, assert_verify_refuses, compare_in_onnxruntime, float_info, int64s, model,
+    node, read_table, run_cli, wave_init, write_model, writer,
 };
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto, StringStringEntryProto};
 use onnx_memplan::pipeline::load_typed;
@@ -51,25 +51,6 @@ fn strided_chain(h: i64, channels: i64) -> ModelProto {
         ],
         ..Default::default()
     })
-}
-
-/// The nodes of `model` that write `output`.
-fn writer<'m>(model: &'m ModelProto, output: &str) -> &'m NodeProto {
-    let g = model.graph.as_ref().unwrap();
-    g.node
-        .iter()
-        .find(|n| n.output.iter().any(|o| o == output))
-        .unwrap_or_else(|| panic!("no node writes '{output}'"))
-}
-
-/// The int64 values of initializer `name`.
-fn int64s(model: &ModelProto, name: &str) -> Vec<i64> {
-    let g = model.graph.as_ref().unwrap();
-    let t = g.initializer.iter().find(|t| t.name() == name).unwrap();
-    t.raw_data()
-        .chunks(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
 }
 
 /// The chain of the module comment written to `dir`, and its rewrite in 2×1 tiles with the

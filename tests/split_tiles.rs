@@ -22,7 +22,6 @@ use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribut
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rewrite::{BandSources, rewrite};
 use onnx_memplan::split::tiling::tile;
 
 fn ints(name: &str, values: &[i64]) -> AttributeProto {
@@ -122,14 +121,7 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     assert_eq!(tiling.halo, vec![80, 80, 36, 36, 0]);
     assert_eq!(tiling.extra_macs, 5760 + 5184);
 
-    let rewritten = rewrite(
-        &proto,
-        graph,
-        &order,
-        (&chain, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
     assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("residual_chain.split.onnx");
     write_model(&rewritten.model, &split);
@@ -383,14 +375,7 @@ fn every_window_form_tiles_exactly() {
         let chain = chain_of(g, &order, 17).unwrap_or_else(|| panic!("{}: not a chain", form.name));
         let tiling =
             tile(g, &chain, [3, 2]).unwrap_or_else(|| panic!("{}: no 3×2 grid", form.name));
-        let rewritten = rewrite(
-            &proto,
-            g,
-            &order,
-            (&chain, &tiling),
-            "split1",
-            &BandSources::NONE,
-        );
+        let rewritten = common::rewrite_alone(&proto, g, &order, (&chain, &tiling));
         let split = dir.path().join(format!("form{i}.split.onnx"));
         {
             use prost::Message;
@@ -597,14 +582,7 @@ fn a_channel_slice_joins_a_chain_and_a_row_slice_ends_it() {
     assert_eq!(first.computed[1], [Span::new(0, 7), Span::new(0, 7)]);
     assert_eq!(first.computed[0], first.computed[1]);
     assert_eq!(first.reads[1][0], Some(first.computed[1]));
-    let rewritten = rewrite(
-        &proto,
-        g,
-        &order,
-        (&chain, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
+    let rewritten = common::rewrite_alone(&proto, g, &order, (&chain, &tiling));
     let nodes = &rewritten.model.graph.as_ref().unwrap().node;
     let slices: Vec<_> = nodes
         .iter()

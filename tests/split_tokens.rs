@@ -29,7 +29,6 @@ use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
 use onnx_memplan::split::layout::{Layout, NCHW};
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rewrite::{BandSources, rewrite};
 use onnx_memplan::split::tiling::tile;
 
 /// A depthwise Conv 3×3, pad 1, over `channels`.
@@ -127,14 +126,7 @@ fn mix_ffn_in_two_bands_worked_by_hand() {
     assert_eq!(tiling.halo, vec![8, 8, 8, 8, 0, 0, 0, 0, 0, 0]);
     assert_eq!(tiling.extra_macs, 512);
 
-    let rewritten = rewrite(
-        &proto,
-        graph,
-        &order,
-        (&chain, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
     assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 2));
     let split = dir.path().join("mix_ffn.split.onnx");
     write_model(&rewritten.model, &split);
@@ -271,14 +263,7 @@ fn convnext_block_in_two_bands_through_gemm_reshapes() {
     assert_eq!(tiling.tiles[0].reads[0][0].unwrap()[0], Span::new(-1, 5));
     assert_eq!(tiling.tiles[1].reads[0][0].unwrap()[0], Span::new(3, 9));
     assert_eq!(tiling.extra_macs, 0);
-    let rewritten = rewrite(
-        &proto,
-        graph,
-        &order,
-        (&chain, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
     let split = dir.path().join("convnext_block.split.onnx");
     write_model(&rewritten.model, &split);
     // Each band's first Gemm reads [32, 8]: 4 rows of 8 positions.

@@ -15,7 +15,6 @@ use onnx_memplan::onnx::proto::{
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::{Chain, chain_of};
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rewrite::{BandSources, rewrite};
 use onnx_memplan::split::rules::rule_of;
 use onnx_memplan::split::tiling::{Tiling, tile};
 
@@ -109,14 +108,7 @@ fn split_and_compare(
     let order: Vec<usize> = (0..g.nodes.len()).collect();
     let chain = chain_of(g, &order[..len], 17).unwrap_or_else(|| panic!("{stem}: not a chain"));
     let tiling = tile(g, &chain, grid).unwrap_or_else(|| panic!("{stem}: no {grid:?} grid"));
-    let rewritten = rewrite(
-        &proto,
-        g,
-        &order,
-        (&chain, &tiling),
-        "split1",
-        &BandSources::NONE,
-    );
+    let rewritten = common::rewrite_alone(&proto, g, &order, (&chain, &tiling));
     let split = dir.join(format!("{stem}.split.onnx"));
     write_model(&rewritten.model, &split);
     eprintln!("{stem}:");

@@ -448,3 +448,37 @@ sys.exit(0 if d <= 1e-5 * scale else 1)
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// The node of `model` that writes `output`.
+pub fn writer<'m>(model: &'m ModelProto, output: &str) -> &'m NodeProto {
+    let g = model.graph.as_ref().unwrap();
+    g.node
+        .iter()
+        .find(|n| n.output.iter().any(|o| o == output))
+        .unwrap_or_else(|| panic!("no node writes '{output}'"))
+}
+
+/// The int64 values of initializer `name` of `model`.
+pub fn int64s(model: &ModelProto, name: &str) -> Vec<i64> {
+    let g = model.graph.as_ref().unwrap();
+    let t = g.initializer.iter().find(|t| t.name() == name).unwrap();
+    t.raw_data()
+        .chunks(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// `model` (typed as `graph`, nodes in `order`) with `chain` cut by `tiling` under the label
+/// `split1`, every tensor read whole (no bands).
+pub fn rewrite_alone(
+    model: &ModelProto,
+    graph: &onnx_memplan::ir::Graph,
+    order: &[usize],
+    cut: (
+        &onnx_memplan::split::chain::Chain,
+        &onnx_memplan::split::tiling::Tiling,
+    ),
+) -> onnx_memplan::split::rewrite::Rewritten {
+    use onnx_memplan::split::rewrite::{BandSources, rewrite};
+    rewrite(model, graph, order, cut, "split1", &BandSources::NONE)
+}
