@@ -35,7 +35,7 @@ pub struct Bands {
 impl Bands {
     /// The bands `bands` (each tensor and its span) cutting a tensor of H × W `size` along
     /// `axis` (2 for H, 3 for W).
-    pub fn new(axis: usize, bands: Vec<(String, Span)>, size: [i64; 2]) -> Bands {
+    fn new(axis: usize, bands: Vec<(String, Span)>, size: [i64; 2]) -> Bands {
         Bands { axis, bands, size }
     }
 
@@ -172,7 +172,7 @@ pub fn concat_inputs(
 /// The readers of `v` when every one is a Slice an earlier split added (`made_by_split`)
 /// that cuts H and W only, with unit steps, each with its step in `order` and the region it
 /// takes (clipped to the tensor); `None` otherwise or without readers.
-pub fn sliced_by_split(
+fn sliced_by_split(
     graph: &Graph,
     order: &[NodeId],
     v: ValueId,
@@ -220,6 +220,56 @@ pub fn sliced_by_split(
     }
     found.sort_by_key(|f| f.1);
     Some(found)
+}
+
+/// The reads of a chain's row strips that replace the Slices earlier splits took of its
+/// output ([`read_at_slices`]).
+#[derive(Default)]
+pub struct SliceReads {
+    /// Each read, a rewrite of its own for the step of the Slice it replaces.
+    pub late: Vec<(usize, Glue)>,
+    /// Each Slice's output, renamed to its read.
+    pub renamed: HashMap<String, String>,
+    /// The Slices replaced.
+    pub slices: Vec<NodeId>,
+}
+
+/// When only Slices that earlier splits added (`sources.made_by_split`) read the chain's
+/// output ([`sliced_by_split`]) and its tiles come in several rows, the same reads of its
+/// row `strips` (in row order) at the Slices' steps, so the output is never assembled;
+/// `None` otherwise. The reads' nodes are made in `b` and moved to rewrites of their own.
+pub fn read_at_slices(
+    b: &mut Glue,
+    graph: &Graph,
+    order: &[NodeId],
+    (chain, tiling): (&Chain, &Tiling),
+    strips: &[String],
+    sources: &super::rewrite::BandSources,
+) -> Option<SliceReads> {
+    if tiling.grid[0] < 2 {
+        return None;
+    }
+    let readers = sliced_by_split(graph, order, chain.output, sources.made_by_split)?;
+    let rows = (0..tiling.grid[0]).map(|g| {
+        let tile = tiling.tiles.iter().find(|t| t.at == [g, 0]);
+        tile.expect("every row of tiles has a first tile").part[0]
+    });
+    let bands = Bands::new(
+        2,
+        strips.iter().cloned().zip(rows).collect(),
+        chain.grids[chain.last],
+    );
+    let name = &graph.values[chain.output].name;
+    let mut reads = SliceReads::default();
+    for (i, &(slice, step, region)) in readers.iter().enumerate() {
+        let from = b.nodes.len();
+        let read = bands.read(b, name, region, &format!("r{i}"));
+        reads.late.push((step, b.detach(from)));
+        let out = graph.nodes[slice].outputs[0].expect("a Slice has an output");
+        reads.renamed.insert(graph.values[out].name.clone(), read);
+        reads.slices.push(slice);
+    }
+    Some(reads)
 }
 
 /// Cuts every graph input the chain reads (and nothing else reads) into bands, one per row of

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::bands::{Bands, concat_inputs, mark_scatters, scatter_inputs, sliced_by_split};
+use super::bands::{SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs};
 use super::chain::{Chain, Read, is_foldable_shape};
 use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
@@ -230,36 +230,22 @@ pub fn rewrite(
             assembly[o].push(&mut b, result, tile.at[0], tiling.grid);
         }
     }
-    // The chain's output, when only earlier splits' Slices read it: each Slice becomes a read
-    // of the row strips at its own step (`late`), its readers renamed to that read.
-    let mut late: Vec<(usize, Glue)> = Vec::new();
-    let mut renamed: HashMap<String, String> = HashMap::new();
-    let mut unsliced: Vec<NodeId> = Vec::new();
+    // The chain's output, when only earlier splits' Slices read it, is never assembled: each
+    // Slice becomes a read of the row strips at its own step.
     let last = assembly.pop().expect("the chain's output is assembled");
-    let readers = match tiling.grid[0] > 1 && chain.layouts[chain.last] == super::layout::NCHW {
-        true => sliced_by_split(graph, order, chain.output, sources.made_by_split),
-        false => None,
+    let strips = if chain.layouts[chain.last] == super::layout::NCHW {
+        read_at_slices(&mut b, graph, order, (chain, tiling), &last.strips, sources)
+    } else {
+        None
     };
-    match readers {
-        Some(readers) => {
-            let [h, w] = chain.grids[chain.last];
-            let rows = (0..tiling.grid[0]).map(|g| {
-                let tile = tiling.tiles.iter().find(|t| t.at == [g, 0]);
-                tile.expect("every row of tiles has a first tile").part[0]
-            });
-            let bands = Bands::new(2, last.strips.into_iter().zip(rows).collect(), [h, w]);
-            let name = &graph.values[chain.output].name;
-            for (i, &(slice, step, region)) in readers.iter().enumerate() {
-                let from = b.nodes.len();
-                let read = bands.read(&mut b, name, region, &format!("r{i}"));
-                late.push((step, b.detach(from)));
-                let out = graph.nodes[slice].outputs[0].expect("a Slice has an output");
-                renamed.insert(graph.values[out].name.clone(), read);
-                unsliced.push(slice);
-            }
-        }
-        None => assembly.push(last),
-    }
+    let SliceReads {
+        late,
+        renamed,
+        slices: unsliced,
+    } = strips.unwrap_or_else(|| {
+        assembly.push(last);
+        SliceReads::default()
+    });
     for a in assembly {
         a.finish(&mut b, tiling.grid);
     }
