@@ -235,9 +235,10 @@ pub struct SliceReads {
 }
 
 /// When only Slices that earlier splits added (`sources.made_by_split`) read the chain's
-/// output ([`sliced_by_split`]) and its tiles come in several rows, the same reads of its
-/// row `strips` (in row order) at the Slices' steps, so the output is never assembled;
-/// `None` otherwise. The reads' nodes are made in `b` and moved to rewrites of their own.
+/// output, each cutting H and W only with unit steps, and its tiles come in several rows: the
+/// same reads of its row `strips` (in row order) at the Slices' steps, so the output is never
+/// assembled; `None` otherwise. The reads' nodes are made in `b` and moved to rewrites of
+/// their own.
 pub fn read_at_slices(
     b: &mut Glue,
     graph: &Graph,
