@@ -224,13 +224,8 @@ pub fn search(
         let proto = current.as_ref().map_or(&first.original, |c| &c.0);
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
-            let rewritten = rewrite_cuts(
-                proto,
-                planned,
-                &[candidate],
-                (chains.len(), &origin),
-                options,
-            );
+            let rewritten =
+                rewrite_cut(proto, planned, candidate, (chains.len(), &origin), options);
             let Some(trial) = plan(rewritten.model.clone())? else {
                 spent = true;
                 break;
@@ -310,9 +305,9 @@ pub fn search(
         };
         let alike = alike(&candidates, index, graph, room);
         if !alike.is_empty() && !spent {
-            let batch: Vec<usize> = taken.iter().chain(&alike).copied().collect();
-            let cuts: Vec<&Candidate> = batch.iter().map(|&i| &candidates[i]).collect();
-            let together = rewrite_cuts(proto, planned, &cuts, (chains.len(), &origin), options);
+            let batch: Vec<usize> = alike.iter().map(|a| a.0).collect();
+            let blockings: Vec<&Blocking> = alike.iter().map(|a| a.1).collect();
+            let together = rewrite_layers(proto, planned, &blockings, chains.len(), options);
             match plan(together.model.clone())? {
                 Some(t) => {
                     let together_score = score(&t);
@@ -409,63 +404,70 @@ pub fn search(
     })
 }
 
-/// Rewrites the model `proto` (planned as `planned`) with `cuts` split: one chain, or several
-/// row chains of repeated layers (disjoint) at once; their labels count on from `done`, and
-/// `origin` maps the nodes to the input model's (`None` for nodes earlier splits made).
-fn rewrite_cuts(
+/// Rewrites the model `proto` (planned as `planned`) with one candidate's cut; its label counts
+/// on from `done`, and `origin` maps the nodes to the input model's (`None` for nodes earlier
+/// splits made).
+fn rewrite_cut(
     proto: &ModelProto,
     planned: &Planned,
-    cuts: &[&Candidate],
+    candidate: &Candidate,
     (done, origin): (usize, &[Option<usize>]),
     options: &SplitOptions,
 ) -> Rewritten {
     let (graph, order) = (&planned.model.graph, &planned.table.schedule);
-    let label = |k: usize| format!("split{}", done + k + 1);
-    if let [
-        Candidate {
-            cut: Cut::Tiles(chain, tiling),
-            ..
-        },
-    ] = cuts
-    {
-        let sources = BandSources {
-            scatter_inputs: options.scatter_inputs,
-            made_by_split: &|n| origin[n].is_none(),
-        };
-        return rewrite(proto, graph, order, (chain, tiling), &label(0), &sources);
+    match &candidate.cut {
+        Cut::Tiles(chain, tiling) => {
+            let sources = BandSources {
+                scatter_inputs: options.scatter_inputs,
+                made_by_split: &|n| origin[n].is_none(),
+            };
+            let label = format!("split{}", done + 1);
+            rewrite(proto, graph, order, (chain, tiling), &label, &sources)
+        }
+        Cut::Rows(blocking) => rewrite_layers(proto, planned, &[blocking], done, options),
     }
-    let rows: Vec<RowCut> = cuts
+}
+
+/// Rewrites the model `proto` (planned as `planned`) with the row chains of repeated layers
+/// (disjoint) cut at once; their labels count on from `done`.
+fn rewrite_layers(
+    proto: &ModelProto,
+    planned: &Planned,
+    blockings: &[&Blocking],
+    done: usize,
+    options: &SplitOptions,
+) -> Rewritten {
+    let rows: Vec<RowCut> = blockings
         .iter()
         .enumerate()
-        .map(|(k, c)| match &c.cut {
-            Cut::Rows(b) => RowCut {
-                chain: &b.chain,
-                blocks: &b.blocks,
-                label: label(k),
-                blockwise: options.blockwise,
-            },
-            Cut::Tiles(..) => unreachable!("only row chains are cut together"),
+        .map(|(k, b)| RowCut {
+            chain: &b.chain,
+            blocks: &b.blocks,
+            label: format!("split{}", done + k + 1),
+            blockwise: options.blockwise,
         })
         .collect();
+    let (graph, order) = (&planned.model.graph, &planned.table.schedule);
     rewrite_rows(proto, graph, order, &rows)
 }
 
-/// The candidates (beyond `chosen`) that cut repeated layers as the row chain `chosen` does:
-/// the same pattern, nodes disjoint from it and from each other; at most `room`.
-fn alike(
-    candidates: &[Candidate],
+/// The candidates that cut repeated layers as the row chain `chosen` does, `chosen` first:
+/// the same pattern, nodes disjoint from each other; at most `room` beyond `chosen`, and
+/// none when no other is alike.
+fn alike<'c>(
+    candidates: &'c [Candidate],
     chosen: usize,
     graph: &crate::ir::Graph,
     room: usize,
-) -> Vec<usize> {
+) -> Vec<(usize, &'c Blocking)> {
     let Cut::Rows(first) = &candidates[chosen].cut else {
         return Vec::new();
     };
     let pattern = candidates[chosen].pattern(graph);
     let mut used: HashSet<usize> = first.chain.nodes.iter().copied().collect();
-    let mut found = Vec::new();
+    let mut found = vec![(chosen, first)];
     for (i, c) in candidates.iter().enumerate() {
-        if found.len() >= room {
+        if found.len() > room {
             break;
         }
         let Cut::Rows(b) = &c.cut else { continue };
@@ -476,7 +478,10 @@ fn alike(
             continue;
         }
         used.extend(b.chain.nodes.iter().copied());
-        found.push(i);
+        found.push((i, b));
+    }
+    if found.len() < 2 {
+        found.clear();
     }
     found
 }
