@@ -254,7 +254,7 @@ pub fn view_offset(graph: &Graph, node: &Node) -> Option<u64> {
 
 /// Per-axis start and extent of a Slice, from its attributes (before opset 10) or constant
 /// inputs; only unit steps qualify.
-fn slice_window(
+pub fn slice_window(
     graph: &Graph,
     node: &Node,
     shape: &[i64],

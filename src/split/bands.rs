@@ -1,6 +1,6 @@
 //! Bands: a tensor a chain's tiles read held as parts along H or W, each freed once the last
 //! tile reading it has run, so the whole tensor is never held and the tiles' results fill the
-//! space it gives up. Two sources:
+//! space it gives up. Its sources:
 //! - a graph input, cut where each row of tiles starts reading by a Split the model names in
 //!   its `memplan.scatter` metadata (see [`crate::ir::scatter_nodes`]): the runtime writes the
 //!   input straight into the bands;
@@ -20,6 +20,7 @@ use super::rewrite::slice_bounds;
 use super::rules::shape_of;
 use super::tiling::Tiling;
 use crate::ir::{Graph, NodeId, SCATTER_KEY, ValueId, ValueKind};
+use crate::liveness::rules::slice_window;
 use crate::onnx::proto::{ModelProto, StringStringEntryProto};
 
 /// One scattered input: its bands along one axis.
@@ -158,12 +159,10 @@ pub fn concat_inputs(
             .iter()
             .map(|&(u, span)| (graph.values[u].name.clone(), span))
             .collect();
-        let bands = Bands {
-            axis: a.axis,
-            bands,
-            size: a.size,
-        };
-        found.insert(graph.values[a.value].name.clone(), bands);
+        found.insert(
+            graph.values[a.value].name.clone(),
+            Bands::new(a.axis, bands, a.size),
+        );
         concats.push(a.concat);
     }
     (found, concats)
@@ -193,28 +192,13 @@ fn sliced_by_split(
         {
             return None;
         }
-        let bound = |i: usize, attribute: &str| -> Option<Vec<i64>> {
-            match node.inputs.get(i).copied().flatten() {
-                Some(u) => graph.values[u].constant.as_ref()?.to_i64_vec(),
-                None => node.attr_ints(attribute).map(<[i64]>::to_vec),
-            }
-        };
-        let (starts, ends) = (bound(1, "starts")?, bound(2, "ends")?);
-        let axes = bound(3, "axes").unwrap_or_else(|| (0..starts.len() as i64).collect());
-        let unit = bound(4, "steps").is_none_or(|s| s.iter().all(|&x| x == 1));
-        if !unit || axes.len() != starts.len() || ends.len() != starts.len() {
+        // Unit steps, cutting H and W only (N and C whole).
+        let out = shape_of(graph, node.outputs.first().copied().flatten()?)?;
+        let (begin, extent) = slice_window(graph, node, &shape, &out)?;
+        if begin[..2] != [0, 0] || extent[..2] != shape[..2] {
             return None;
         }
-        let mut region = [Span::new(0, shape[2]), Span::new(0, shape[3])];
-        for ((&axis, &start), &end) in axes.iter().zip(&starts).zip(&ends) {
-            let axis = usize::try_from(if axis < 0 { axis + 4 } else { axis }).ok()?;
-            if !(2..4).contains(&axis) {
-                return None;
-            }
-            let size = shape[axis];
-            let at = |x: i64| if x < 0 { x + size } else { x }.clamp(0, size);
-            region[axis - 2] = Span::new(at(start), at(end));
-        }
+        let region = [2, 3].map(|a| Span::new(begin[a], begin[a] + extent[a]));
         let step = order.iter().position(|&n| n == c)?;
         found.push((c, step, region));
     }

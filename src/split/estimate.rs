@@ -268,16 +268,18 @@ impl ChainEstimate {
         }
     }
 
-    /// With inputs read as bands, the bytes of their parts some tile from the `t`-th on still
-    /// reads, plus the outputs of the tiles before it; 0 otherwise.
-    fn banded_at(&self, chain: &Chain, tiling: &Tiling, t: usize) -> u64 {
+    /// With inputs read as bands, for each tile: the bytes of their parts that tile or a
+    /// later one still reads, plus the outputs of the tiles before it; all 0 otherwise.
+    fn banded_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
+        let tiles = tiling.tiles.len();
+        let mut held = vec![0u64; tiles];
         if self.banded.is_empty() {
-            return 0;
+            return held;
         }
-        let mut held = 0;
+        // Each part counts up to the last tile reading it.
         for b in &self.banded {
             for &(span, part) in &b.parts {
-                let read_later = tiling.tiles[t..].iter().any(|tile| {
+                let last = tiling.tiles.iter().rposition(|tile| {
                     b.reads.iter().any(|&(k, i)| {
                         tile.reads[k][i].is_some_and(|r| {
                             let along = r[b.axis];
@@ -285,23 +287,23 @@ impl ChainEstimate {
                         })
                     })
                 });
-                if read_later {
-                    held += part;
+                if let Some(last) = last {
+                    held[..=last].iter_mut().for_each(|h| *h += part);
                 }
             }
         }
-        let outputs = chain.extra.iter().enumerate().map(|(o, &k)| (Some(o), k));
-        let done: u64 = tiling.tiles[..t]
-            .iter()
-            .flat_map(|tile| {
-                outputs
-                    .clone()
-                    .chain([(None, chain.last)])
-                    .map(move |(o, k)| (o.map_or(tile.part, |o| tile.extra_parts[o]), k))
-            })
-            .map(|(part, k)| bytes(self.out[k], area(part) as u64))
-            .sum();
-        held + done
+        // The outputs of the tiles before each one.
+        let mut done = 0;
+        for (t, tile) in tiling.tiles.iter().enumerate() {
+            held[t] += done;
+            let extra = chain.extra.iter().enumerate();
+            let parts = extra.map(|(o, &k)| (tile.extra_parts[o], k));
+            done += parts
+                .chain([(tile.part, chain.last)])
+                .map(|(part, k)| bytes(self.out[k], area(part) as u64))
+                .sum::<u64>();
+        }
+        held
     }
 
     /// The estimated arena with `tiling`: the peak outside the chain, or what crosses into the
@@ -309,11 +311,12 @@ impl ChainEstimate {
     /// chain's own part (without the peak outside), which ranks chains whose estimates the
     /// peak outside makes equal.
     pub fn of(&self, chain: &Chain, tiling: &Tiling) -> (u64, u64) {
+        let banded = self.banded_by_tile(chain, tiling);
         let working = tiling
             .tiles
             .iter()
-            .enumerate()
-            .map(|(t, tile)| self.tile_peak(chain, tile) + self.banded_at(chain, tiling, t))
+            .zip(banded)
+            .map(|(tile, held)| self.tile_peak(chain, tile) + held)
             .max()
             .unwrap_or(0);
         let inside = self.fixed + working;
