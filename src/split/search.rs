@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
-use super::bands::assembled_inputs;
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
 use super::estimate::{Banding, chain_work, live_bytes, step_operands, strips_work, tiles_work};
 use super::layout::{Layout, NCHW};
@@ -47,9 +46,6 @@ pub struct Outcome {
     /// Whether any round found a row chain to cut (whether searches differing in how they
     /// cut rows could find anything else).
     pub saw_rows: bool,
-    /// Whether any round found a chain reading an earlier split's parts as bands (whether
-    /// searches differing in how they estimate those could find anything else).
-    pub saw_bands: bool,
 }
 
 /// A candidate: what it cuts, its estimated arena and the estimate of the chain's own part
@@ -188,7 +184,7 @@ pub fn search(
     // The state before a cut taken on trial (see [`Trial`]), while no later round has lowered
     // the score below the one it had.
     let mut on_trial: Option<Trial> = None;
-    let (mut saw_rows, mut saw_bands) = (false, false);
+    let mut saw_rows = false;
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let live = live_bytes(&planned.table);
@@ -206,12 +202,6 @@ pub fn search(
             break;
         };
         saw_rows |= candidates.iter().any(|c| matches!(c.cut, Cut::Rows(_)));
-        let made_by_split = |n: usize| origin[n].is_none();
-        let graph = &planned.model.graph;
-        saw_bands |= candidates.iter().any(|c| match &c.cut {
-            Cut::Tiles(chain, _) => !assembled_inputs(graph, chain, &made_by_split).is_empty(),
-            Cut::Rows(_) => false,
-        });
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
@@ -400,7 +390,6 @@ pub fn search(
             chains,
         },
         saw_rows,
-        saw_bands,
     })
 }
 
