@@ -31,7 +31,8 @@ For every *.onnx under --models (files named *.memplan.onnx are skipped) this:
 Prints one summary line per model (and the mismatches), exits 1 if any model failed.
 
 With split chains, (b) checks the rewritten model's graph inputs, outputs and metadata, and that
-every tile node the table's `splits` names is in it, instead of node-for-node equality.
+every tile node the table's `splits` names is in it (and each global pool it replaced by
+reductions of bands is gone), instead of node-for-node equality.
 
 Random inputs: floats ~ N(0, 1); integer inputs in [0, 100), narrowed to the row count of an
 embedding table they index (Gather on an initializer), names with "mask" -> 0/1 (first column 1),
@@ -473,6 +474,13 @@ def check_annotated_structure(model, annotated, table, res, split=False):
             for glue in chain.get("glue", []):
                 if glue not in names:
                     res.bad("annotated", f"split node {glue} is not in the rewritten model")
+            for pool in chain.get("pools", []):
+                for by in pool["by"]:
+                    if by not in names:
+                        res.bad("annotated", f"node {by} replacing pool {pool['node']} "
+                                             "is not in the rewritten model")
+                if pool["node"] in names:
+                    res.bad("annotated", f"pool {pool['node']} is still in the rewritten model")
     else:
         orig_nodes = sorted(key(n) for n in model.graph.node)
         ann_nodes = sorted(key(n) for n in annotated.graph.node)

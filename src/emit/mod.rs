@@ -13,6 +13,6 @@ pub use svg::{ColourBy, render_svg};
 pub use table::{
     Arena, BodyEntry, BodyTensor, BranchChoice, DataDependentEntry, FORMAT, HierarchyInfo,
     ModelInfo, OffloadInfo, ParametricInfo, PartitionInfo, Run, SearchEnd, SourceInfo, SplitChain,
-    SplitNode, SplitsInfo, Stats, SymbolicEntry, Table, TableOptions, TensorEntry, TierInfo,
-    Transfer, UnitInfo, UnitPlacement, WorkspaceEntry, offset_at,
+    SplitNode, SplitPool, SplitsInfo, Stats, SymbolicEntry, Table, TableOptions, TensorEntry,
+    TierInfo, Transfer, UnitInfo, UnitPlacement, WorkspaceEntry, offset_at,
 };

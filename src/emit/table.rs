@@ -211,6 +211,23 @@ pub struct SplitChain {
     /// tensor of the rewritten model has that name. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_as_bands_by: Option<usize>,
+    /// Global pools (GlobalAveragePool, ReduceMean over H and W...) of a tensor this chain's
+    /// tiles read as bands, each replaced by a reduction of every band and their
+    /// combination. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<SplitPool>,
+}
+
+/// A source model's global pool that reads bands: the nodes replacing it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SplitPool {
+    /// The node's name in the source model (`#INDEX` when it has none).
+    pub node: String,
+    /// Its operator.
+    pub op_type: String,
+    /// The nodes replacing it, in execution order: one reduction per band, then the
+    /// combination (Sum, Max or Min; for a mean, a Cast of the count and a Div).
+    pub by: Vec<String>,
 }
 
 /// A source node and the tile nodes replacing it.

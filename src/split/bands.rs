@@ -9,12 +9,16 @@
 //! - a chain's own output when only an earlier split's Slices read it (that split's tiles):
 //!   each Slice becomes a read of the new chain's row strips at its step, and the output is
 //!   never assembled.
+//!
+//! Global pools of an assembled tensor (a squeeze-and-excitation block's) read its bands too,
+//! see [`super::pools`].
 
 use std::collections::HashMap;
 
 use super::chain::{Chain, Read};
 use super::glue::Glue;
 use super::layout::NCHW;
+use super::pools::{GlobalPool, global_pool_of};
 use super::region::{Region, Span};
 use super::rewrite::slice_bounds;
 use super::rules::shape_of;
@@ -38,6 +42,16 @@ impl Bands {
     /// `axis` (2 for H, 3 for W).
     fn new(axis: usize, bands: Vec<(String, Span)>, size: [i64; 2]) -> Bands {
         Bands { axis, bands, size }
+    }
+
+    /// The bands' tensors, in order along the axis.
+    pub fn names(&self) -> Vec<String> {
+        self.bands.iter().map(|b| b.0.clone()).collect()
+    }
+
+    /// The whole tensor's extent along H and W.
+    pub fn size(&self) -> [i64; 2] {
+        self.size
     }
 
     /// The tensor holding `want` (clipped to the input) for tile `tag`: one band, a Slice of
@@ -82,10 +96,13 @@ pub struct Assembled {
     pub parts: Vec<(ValueId, Span)>,
     /// The tensor's extent along H and W.
     pub size: [i64; 2],
+    /// The global pools of the tensor outside the chain, which read the parts too.
+    pub pools: Vec<(NodeId, GlobalPool)>,
 }
 
 /// The chain's spatial inputs made by a Concat along H or W that an earlier split added
-/// (`made_by_split`) and that only this chain reads, each once.
+/// (`made_by_split`) and that only this chain and global pools of the whole tensor read, each
+/// once.
 pub fn assembled_inputs(
     graph: &Graph,
     chain: &Chain,
@@ -100,13 +117,19 @@ pub fn assembled_inputs(
             let value = &graph.values[v];
             let Some(p) = value.producer else { continue };
             let concat = &graph.nodes[p];
-            let only_chain = value.consumers.iter().all(|c| chain.nodes.contains(c));
+            let mut pools = Vec::new();
+            let only_chain_and_pools = value.consumers.iter().all(|&c| {
+                chain.nodes.contains(&c)
+                    || global_pool_of(graph, &graph.nodes[c], v)
+                        .map(|pool| pools.push((c, pool)))
+                        .is_some()
+            });
             if *read != Read::Outside(NCHW)
                 || concat.op_type != "Concat"
                 || !concat.domain.is_empty()
                 || !made_by_split(p)
                 || value.is_output
-                || !only_chain
+                || !only_chain_and_pools
                 || found.iter().any(|a| a.value == v)
             {
                 continue;
@@ -138,34 +161,49 @@ pub fn assembled_inputs(
                 axis,
                 parts,
                 size: [shape[2], shape[3]],
+                pools,
             });
         }
     }
     found
 }
 
+/// The chain's inputs an earlier split assembled ([`assembled_inputs`]), read as bands.
+#[derive(Default)]
+pub struct ConcatInputs {
+    /// The bands, by input name.
+    pub bands: HashMap<String, Bands>,
+    /// The Concats that assembled them, which the rewrite drops.
+    pub concats: Vec<NodeId>,
+    /// The global pools of those inputs, each with the input's name: the rewrite replaces
+    /// each by reductions of the bands.
+    pub pools: Vec<(NodeId, GlobalPool, String)>,
+}
+
 /// The chain's inputs an earlier split assembled ([`assembled_inputs`]) as bands: their
-/// parts. Returns the bands by input name and the Concat nodes, which the rewrite drops.
+/// parts, the Concats that go and the pools that read the parts instead.
 pub fn concat_inputs(
     graph: &Graph,
     chain: &Chain,
     made_by_split: &dyn Fn(NodeId) -> bool,
-) -> (HashMap<String, Bands>, Vec<NodeId>) {
-    let mut found = HashMap::new();
-    let mut concats = Vec::new();
+) -> ConcatInputs {
+    let mut found = ConcatInputs::default();
     for a in assembled_inputs(graph, chain, made_by_split) {
         let bands = a
             .parts
             .iter()
             .map(|&(u, span)| (graph.values[u].name.clone(), span))
             .collect();
-        found.insert(
-            graph.values[a.value].name.clone(),
-            Bands::new(a.axis, bands, a.size),
-        );
-        concats.push(a.concat);
+        let name = &graph.values[a.value].name;
+        found
+            .bands
+            .insert(name.clone(), Bands::new(a.axis, bands, a.size));
+        found.concats.push(a.concat);
+        found
+            .pools
+            .extend(a.pools.into_iter().map(|(n, p)| (n, p, name.clone())));
     }
-    (found, concats)
+    found
 }
 
 /// The readers of `v` when every one is a Slice an earlier split added (`made_by_split`)

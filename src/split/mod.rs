@@ -16,6 +16,7 @@ pub mod estimate;
 pub mod glue;
 pub mod layout;
 pub mod macs;
+pub mod pools;
 pub mod region;
 pub mod rewrite;
 pub mod rows;

@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::bands::{SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs};
+use super::bands::{
+    ConcatInputs, SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs,
+};
 use super::chain::{Chain, Read, is_foldable_shape};
 use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
@@ -59,6 +61,9 @@ pub struct Parts {
     pub copies: Vec<Vec<String>>,
     /// The Slice and Concat nodes the split added.
     pub glue: Vec<String>,
+    /// The global pools of a tensor the tiles read as bands, each with the nodes replacing
+    /// it (see [`super::pools`]).
+    pub pools: Vec<(NodeId, Vec<String>)>,
 }
 
 /// Rewrites `proto` (typed as `graph`) so that the chain, which occupies consecutive steps of
@@ -88,8 +93,27 @@ pub fn rewrite(
     } else {
         Default::default()
     };
-    let (assembled, concats) = concat_inputs(graph, chain, sources.made_by_split);
+    let ConcatInputs {
+        bands: assembled,
+        concats,
+        pools,
+    } = concat_inputs(graph, chain, sources.made_by_split);
     bands.extend(assembled);
+    // Each pool of a banded input reduces the bands at its own step.
+    let mut pooled = Vec::with_capacity(pools.len());
+    let mut pool_rewrites = Vec::with_capacity(pools.len());
+    for (id, pool, source) in pools {
+        let step = order
+            .iter()
+            .position(|&n| n == id)
+            .expect("the pool is in the order");
+        let from = b.nodes.len();
+        let parts = &bands[&source];
+        let node = &graph.nodes[id];
+        let added = pool.over_bands(&mut b, graph, (id, node), &parts.names(), parts.size());
+        pool_rewrites.push((step, b.detach(from)));
+        pooled.push((id, added));
+    }
     let mut copies = vec![Vec::new(); chain.nodes.len()];
     // The chain's outputs (positions in the chain), the other outputs first.
     let outputs: Vec<usize> = chain.extra.iter().copied().chain([chain.last]).collect();
@@ -277,8 +301,12 @@ pub fn rewrite(
             || folded.contains(&n)
             || concats.contains(&n)
             || unsliced.contains(&n)
+            || pooled.iter().any(|p| p.0 == n)
     };
-    let rewrites = std::iter::once((end, b)).chain(late).collect();
+    let rewrites = std::iter::once((end, b))
+        .chain(late)
+        .chain(pool_rewrites)
+        .collect();
     let (mut model, kept, mut glue) = splice(proto, order, rewrites, &replaced, &internal);
     if !renamed.is_empty() {
         let g = model.graph.as_mut().expect("a loaded model has a graph");
@@ -295,6 +323,7 @@ pub fn rewrite(
         parts: vec![Parts {
             copies,
             glue: glue.remove(0),
+            pools: pooled,
         }],
         dropped: concats
             .iter()

@@ -16,7 +16,7 @@ use super::rows::{self, Blocking};
 use super::target::{grade, target};
 use super::tiling::{Tiling, tile_within};
 use super::{Spend, Spent, SplitOptions};
-use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitsInfo};
+use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitPool, SplitsInfo};
 use crate::onnx::proto::ModelProto;
 use crate::pipeline::Planned;
 use crate::plan::WORK_PER_SECOND;
@@ -727,6 +727,18 @@ fn record(
         nodes,
         glue: parts.glue.clone(),
         read_as_bands_by: None,
+        pools: parts
+            .pools
+            .iter()
+            .map(|(n, by)| {
+                let (node, op_type) = source_label(graph, origin, labels, *n);
+                SplitPool {
+                    node,
+                    op_type,
+                    by: by.clone(),
+                }
+            })
+            .collect(),
     }
 }
 

@@ -181,5 +181,6 @@ pub fn record(
         nodes,
         glue: parts.glue.clone(),
         read_as_bands_by: None,
+        pools: Vec::new(),
     }
 }

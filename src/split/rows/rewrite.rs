@@ -81,7 +81,11 @@ pub fn rewrite_rows(
         parts: copies
             .into_iter()
             .zip(glue)
-            .map(|(copies, glue)| Parts { copies, glue })
+            .map(|(copies, glue)| Parts {
+                copies,
+                glue,
+                pools: Vec::new(),
+            })
             .collect(),
         dropped: Vec::new(),
         unsliced: Vec::new(),
