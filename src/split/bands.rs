@@ -44,6 +44,27 @@ impl Bands {
         Bands { axis, bands, size }
     }
 
+    /// No bands yet of a tensor of H × W `size` cut along H, which a streamed chain's tiles
+    /// make row strip by row strip ([`super::tiling::stream`]).
+    pub fn along_rows(size: [i64; 2]) -> Bands {
+        Bands::new(2, Vec::new(), size)
+    }
+
+    /// Adds a band below the others.
+    pub fn push(&mut self, name: String, span: Span) {
+        self.bands.push((name, span));
+    }
+
+    /// Drops the bands ending at or before `row`, and replaces the last band by `last` when
+    /// given (the rows of it still to be read, sliced off).
+    pub fn keep_from(&mut self, row: i64, last: Option<(String, Span)>) {
+        if let Some(last) = last {
+            self.bands.pop();
+            self.bands.push(last);
+        }
+        self.bands.retain(|b| b.1.end > row);
+    }
+
     /// The bands' tensors, in order along the axis.
     pub fn names(&self) -> Vec<String> {
         self.bands.iter().map(|b| b.0.clone()).collect()

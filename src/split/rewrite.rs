@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::bands::{
-    ConcatInputs, SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs,
+    Bands, ConcatInputs, SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs,
 };
 use super::chain::{Chain, Read, is_foldable_shape};
 use super::glue::{Glue, ints_attribute, splice};
@@ -124,8 +124,20 @@ pub fn rewrite(
             Assembly::new(name, chain.layouts[k].concat_axes())
         })
         .collect();
-    for tile in &tiling.tiles {
+    // A streamed chain's tensors read inside it, as the bands its tiles make.
+    if tiling.streamed {
+        for k in 0..chain.nodes.len() {
+            if chain.reads.iter().flatten().any(|r| *r == Read::Inside(k)) {
+                let name = graph.values[output_of(graph, chain, k)].name.clone();
+                bands.insert(name, Bands::along_rows(chain.grids[k]));
+            }
+        }
+    }
+    for (t, tile) in tiling.tiles.iter().enumerate() {
         let tag = format!("t{}_{}", tile.at[0], tile.at[1]);
+        // Per streamed node, the row from which later tiles read it and the rows of this
+        // tile's part they read (sliced off, so the part itself dies with this tile).
+        let mut kept: Vec<Kept> = Vec::new();
         let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
         let mut slices: HashMap<(String, Region), String> = HashMap::new();
         for (k, &id) in chain.nodes.iter().enumerate() {
@@ -144,6 +156,12 @@ pub fn rewrite(
                     Read::Whole => {
                         inputs.push(graph.values[input.expect("present")].name.clone());
                         continue;
+                    }
+                    // A streamed chain's tiles read the rows the earlier ones made too.
+                    Read::Inside(j) if tiling.streamed => {
+                        let [h, w] = chain.grids[j];
+                        let name = graph.values[output_of(graph, chain, j)].name.clone();
+                        (name, full(h, w), chain.layouts[j])
                     }
                     Read::Inside(j) => (made[j].clone(), tile.computed[j], chain.layouts[j]),
                     Read::Outside(layout) => {
@@ -231,13 +249,36 @@ pub fn rewrite(
                 ..source.clone()
             });
             copies[k].push(node_name);
-            let kept = if tile.produced[k] == tile.computed[k] {
+            let made_k = if tile.produced[k] == tile.computed[k] {
                 out
             } else {
                 let bounds = slice_bounds(chain.layouts[k], tile.produced[k], tile.computed[k]);
                 b.slice(&out, bounds, &tag)
             };
-            made.push(kept);
+            if tiling.streamed {
+                let name = &graph.values[output_of(graph, chain, k)].name;
+                if let Some(parts) = bands.get_mut(name) {
+                    let span = tile.computed[k][0];
+                    parts.push(made_k.clone(), span);
+                    let from = tiling
+                        .tiles
+                        .get(t + 1)
+                        .map_or(i64::MAX, |next| read_from(chain, next, k));
+                    let tail = (from > span.start && from < span.end).then(|| {
+                        let mut rows = tile.computed[k];
+                        rows[0] = Span::new(from, span.end);
+                        let bounds = slice_bounds(chain.layouts[k], tile.computed[k], rows);
+                        (b.slice(&made_k, bounds, &format!("{tag}/tail")), rows[0])
+                    });
+                    kept.push((k, from, tail));
+                }
+            }
+            made.push(made_k);
+        }
+        for (k, from, tail) in kept {
+            let name = &graph.values[output_of(graph, chain, k)].name;
+            let parts = bands.get_mut(name).expect("streamed nodes have bands");
+            parts.keep_from(from, tail);
         }
         for (o, &k) in outputs.iter().enumerate() {
             let part = if k == chain.last {
@@ -334,6 +375,25 @@ pub fn rewrite(
             .map(|&c| graph.nodes[c].name.clone())
             .collect(),
     }
+}
+
+/// A streamed chain node after a tile: its position in the chain, the first row of it later
+/// tiles read, and the rows of the tile's part they read, sliced off (when they are not the
+/// whole part).
+type Kept = (usize, i64, Option<(String, Span)>);
+
+/// The first row of chain node `k`'s output that `tile` reads (the start of its reads of it).
+fn read_from(chain: &Chain, tile: &super::tiling::Tile, k: usize) -> i64 {
+    let [h, _] = chain.grids[k];
+    chain
+        .reads
+        .iter()
+        .enumerate()
+        .flat_map(|(k2, reads)| reads.iter().enumerate().map(move |(i, r)| (k2, i, r)))
+        .filter(|(_, _, r)| **r == Read::Inside(k))
+        .filter_map(|(k2, i, _)| tile.reads[k2][i].map(|need| need[0].clip(h).start))
+        .min()
+        .unwrap_or(i64::MAX)
 }
 
 /// The explicit pads of a window tile: how far the region read reaches before and after the

@@ -14,7 +14,7 @@ use super::rewrite::{BandSources, Rewritten, rewrite};
 use super::rows::rewrite::{RowCut, rewrite_rows};
 use super::rows::{self, Blocking};
 use super::target::{grade, target};
-use super::tiling::{Tiling, tile_within};
+use super::tiling::{Tiling, cut_within};
 use super::{Spend, Spent, SplitOptions};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitPool, SplitsInfo};
 use crate::onnx::proto::ModelProto;
@@ -625,7 +625,7 @@ fn candidates(
             if !spend(strips_work(n, best.grid) + tiles_work(n, best.grid)) {
                 return Err(Spent);
             }
-            let tiling = tile_within(graph, &chain, best.grid, allowance)
+            let tiling = cut_within(graph, &chain, best.grid, allowance)
                 .expect("a graded grid cuts its chain");
             found.push(Candidate {
                 cut: Cut::Tiles(chain, tiling),

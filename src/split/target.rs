@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
-use super::tiling::tile_within;
+use super::tiling::cut_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
 use crate::ir::Graph;
@@ -53,7 +53,7 @@ pub fn grade(
         if !spend(strips_work(n, grid)) {
             return Err(Spent);
         }
-        let Some(tiling) = tile_within(graph, chain, grid, allowance) else {
+        let Some(tiling) = cut_within(graph, chain, grid, allowance) else {
             failed.push(grid);
             continue;
         };

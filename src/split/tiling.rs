@@ -38,6 +38,94 @@ pub struct Tiling {
     pub extra_macs: u64,
     /// Positions computed beyond the unsplit chain, per chain node (summed over tiles).
     pub halo: Vec<i64>,
+    /// Row strips that compute each row once ([`stream`]): a tile reads the rows of chain
+    /// tensors above its own from the earlier tiles' results.
+    pub streamed: bool,
+}
+
+/// Cuts the chain by `grid` the cheapest way: row strips of a chain that can stream
+/// ([`stream`]: no recomputation), else tiles recomputing their halos ([`tile_within`], `None`
+/// beyond `max_macs`).
+pub fn cut_within(graph: &Graph, chain: &Chain, grid: [usize; 2], max_macs: u64) -> Option<Tiling> {
+    match grid {
+        [rows, 1] if rows > 1 && streams(chain) => stream(graph, chain, rows),
+        _ => tile_within(graph, chain, grid, max_macs),
+    }
+}
+
+/// Whether the chain's row strips can stream: NCHW throughout, every node a window or
+/// pointwise (an upsampling node's copies make aligned regions, token-major nodes hold rows
+/// as token ranges).
+fn streams(chain: &Chain) -> bool {
+    !chain.bands_only()
+        && chain
+            .rules
+            .iter()
+            .all(|r| matches!(r, Rule::Window(_) | Rule::Pointwise(_)))
+}
+
+/// The chain cut into `rows` row strips that compute every row of every node once, as a
+/// line buffer does: strip `t` computes the rows of each node from where strip `t − 1`
+/// stopped to where its own receptive field ends (the end [`tile`] gives it), and reads the
+/// rows above from the earlier strips' results; no MAC is recomputed. Each strip's part of
+/// every chain output is the rows it computes. `None` when some strip would compute no row of
+/// some node, or when [`tile`] gives none.
+pub fn stream(graph: &Graph, chain: &Chain, rows: usize) -> Option<Tiling> {
+    let base = tile(graph, chain, [rows, 1])?;
+    let n = chain.nodes.len();
+    let mut done = vec![0i64; n];
+    let mut tiles = Vec::with_capacity(rows);
+    for strip in &base.tiles {
+        let mut computed = strip.computed.clone();
+        for k in 0..n {
+            let end = strip.computed[k][0].end;
+            if end <= done[k] {
+                return None;
+            }
+            computed[k][0] = Span::new(done[k], end);
+            done[k] = end;
+        }
+        let reads = (0..n)
+            .map(|k| {
+                let region = computed[k];
+                chain.reads[k]
+                    .iter()
+                    .zip(&strip.reads[k])
+                    .map(|(read, whole)| {
+                        let mut need = match (read, &chain.rules[k]) {
+                            (Read::Absent | Read::Whole, _) => return None,
+                            (_, Rule::Window(window)) => window.need(region),
+                            _ => region,
+                        };
+                        // Columns as the strip reads them (every strip spans every column).
+                        need[1] = (*whole)?[1];
+                        Some(need)
+                    })
+                    .collect()
+            })
+            .collect();
+        tiles.push(Tile {
+            at: strip.at,
+            part: computed[chain.last],
+            produced: computed.clone(),
+            extra_parts: chain.extra.iter().map(|&k| computed[k]).collect(),
+            computed,
+            reads,
+        });
+    }
+    let halo = (0..n)
+        .map(|k| {
+            let [h, w] = chain.grids[k];
+            done[k] * w - h * w
+        })
+        .collect();
+    Some(Tiling {
+        grid: [rows, 1],
+        tiles,
+        extra_macs: 0,
+        halo,
+        streamed: true,
+    })
 }
 
 /// Cuts the chain's output into `grid` near-equal parts and derives every tile's regions;
@@ -146,6 +234,7 @@ pub fn tile_within(
         tiles,
         extra_macs,
         halo,
+        streamed: false,
     })
 }
 
