@@ -25,6 +25,9 @@ use crate::plan::WORK_PER_SECOND;
 const MAX_TILES: usize = 8;
 /// Largest number of tiles along one axis under a budget.
 const MAX_FINE_TILES: usize = 32;
+/// Most row strips without a budget: strips that stream ([`super::tiling::stream`]) cost no
+/// extra MACs, so finer ones only lower the tiles' working set.
+const MAX_STRIPS: usize = 16;
 /// Candidate splits re-planned per round (the best by estimate).
 const TRIALS: usize = 6;
 /// Chains split at most.
@@ -668,17 +671,20 @@ fn candidates(
     Ok(found)
 }
 
-/// The grids tried: every grid up to 8×8, and under a budget also square grids and row
-/// strips up to 32 (down to single rows of small outputs).
+/// The grids tried: every grid up to 8×8, row strips up to 16, and under a budget also
+/// square grids and row strips up to 32 (down to single rows of small outputs).
 fn grids(fine: bool) -> Vec<[usize; 2]> {
     let mut list: Vec<[usize; 2]> = (1..=MAX_TILES)
         .flat_map(|r| (1..=MAX_TILES).map(move |c| [r, c]))
         .filter(|&[r, c]| r * c > 1)
         .collect();
-    if fine {
-        for g in MAX_TILES + 1..=MAX_FINE_TILES {
-            list.extend([[g, g], [g, 1]]);
+    match fine {
+        true => {
+            for g in MAX_TILES + 1..=MAX_FINE_TILES {
+                list.extend([[g, g], [g, 1]]);
+            }
         }
+        false => list.extend((MAX_TILES + 1..=MAX_STRIPS).map(|g| [g, 1])),
     }
     list
 }
