@@ -488,6 +488,7 @@ fn plan_split(
                 .blockwise
                 .then_some(options.liveness.alignment.max(1)),
             progressive_bands: search.progressive_bands,
+            early_tiles: search.early_tiles,
             ..split_options
         };
         let trial = |model: ModelProto| budgeted_trial(model, search.blockwise);

@@ -69,13 +69,14 @@ fn rows_of(model: &ModelProto, slice: &NodeProto) -> (String, [i64; 2]) {
 }
 
 /// The model of the module comment written to `dir`, with the nodes of chain `a` cut by
-/// `grid_a` and then, on the rewritten model, those of chain `b` by `grid_b`; chains are
-/// named by the outputs of their nodes. Returns the original's path, the first rewrite's
-/// Concat or Slices feeding the second, and the second rewrite.
+/// `grid_a` and then, on the rewritten model, those of chain `b` by `grid_b` (its tiles run
+/// `early` or not); chains are named by the outputs of their nodes. Returns the original's
+/// path, the first rewrite's Concat or Slices feeding the second, and the second rewrite.
 fn split_twice(
     dir: &Path,
     (a, grid_a): (&[&str], [usize; 2]),
     (b, grid_b): (&[&str], [usize; 2]),
+    early: bool,
 ) -> (PathBuf, ModelProto, Rewritten) {
     let original = dir.join("two_blocks.onnx");
     write_model(&two_blocks(), &original);
@@ -97,6 +98,7 @@ fn split_twice(
         let sources = BandSources {
             scatter_inputs: false,
             made_by_split: &made_by_split,
+            run_early: early,
         };
         rewrite(&proto, graph, &order, (&chain, &tiling), label, &sources)
     };
@@ -201,7 +203,7 @@ fn a_chain_reads_an_earlier_splits_parts_as_bands() {
     let dir = tempfile::tempdir().unwrap();
     let first = (&["c1", "y1"][..], [2, 1]);
     let second = (&["c2", "r2", "y"][..], [4, 1]);
-    let (original, once, twice) = split_twice(dir.path(), first, second);
+    let (original, once, twice) = split_twice(dir.path(), first, second, false);
     // Split 1 assembled Y1 from its two rows of tiles; split 2 dropped that Concat.
     let assembled = writer(&once, "y1");
     assert_eq!(assembled.op_type(), "Concat");
@@ -218,7 +220,7 @@ fn a_chain_whose_output_an_earlier_split_slices_is_read_as_bands_there() {
     let dir = tempfile::tempdir().unwrap();
     let first = (&["c2", "r2", "y"][..], [4, 1]);
     let second = (&["c1", "y1"][..], [2, 1]);
-    let (original, once, twice) = split_twice(dir.path(), first, second);
+    let (original, once, twice) = split_twice(dir.path(), first, second, false);
     // Split 1's tiles took eight Slices of Y1 (a Conv's and an Add's per tile); split 2
     // dropped them, and its rows of tiles are the bands.
     let g = once.graph.as_ref().unwrap();
@@ -244,4 +246,44 @@ fn a_chain_whose_output_an_earlier_split_slices_is_read_as_bands_there() {
     }
     assert_band_reads(&twice.model, "split1", &bands);
     assert_plans_with_bands_freed(dir.path(), &original, &twice.model, "split1", &bands);
+}
+
+#[test]
+fn tiles_reading_bands_run_as_soon_as_their_bands_are_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = (&["c1", "y1"][..], [2, 1]);
+    let second = (&["c2", "r2", "y"][..], [4, 1]);
+    let (original, once, twice) = split_twice(dir.path(), first, second, true);
+    let bands = writer(&once, "y1").input.clone();
+    assert_band_reads(&twice.model, "split2", &bands);
+    // Tile 0 of the second block reads band 0 only (rows [0,5) and [0,4)), so it runs right
+    // after the first block's tile 0 made band 0, before its tile 1 makes band 1; tiles 1 to 3
+    // read band 1 too, so they follow it.
+    let g = twice.model.graph.as_ref().unwrap();
+    let at = |output: &str| {
+        g.node
+            .iter()
+            .position(|n| n.output.iter().any(|o| o == output))
+            .unwrap_or_else(|| panic!("no node makes {output}"))
+    };
+    let (band0, band1) = (at(&bands[0]), at(&bands[1]));
+    assert!(band0 < at("y/split2/t0_0") && at("y/split2/t0_0") < at("c1/split1/t1_0"));
+    for t in 1..4 {
+        assert!(
+            at(&format!("c2/split2/t{t}_0")) > band1,
+            "tile {t} follows band 1"
+        );
+    }
+    // Planned in that order, the table verifies and onnxruntime agrees.
+    let split = dir.path().join("two_blocks.early.onnx");
+    write_model(&twice.model, &split);
+    let annotated = dir.path().join("early.planned.onnx");
+    let run = common::plan_to(&split, &annotated, &[]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_verifies(&split, &dir.path().join("early.planned.memplan.json"));
+    compare_in_onnxruntime(&original, &annotated);
 }

@@ -82,6 +82,7 @@ fn cut(path: &Path, outputs: &[&str], grid: [usize; 2], label: &str) -> Rewritte
     let sources = BandSources {
         scatter_inputs: false,
         made_by_split: &made_by_split,
+        run_early: false,
     };
     rewrite(&proto, graph, &order, (&chain, &tiling), label, &sources)
 }

@@ -66,6 +66,7 @@ fn scattered_in_two_rows(dir: &std::path::Path) -> (std::path::PathBuf, Rewritte
     let sources = BandSources {
         scatter_inputs: true,
         made_by_split: &|_| false,
+        run_early: false,
     };
     let rewritten = rewrite(&proto, graph, &order, (&chain, &tiling), "split1", &sources);
     (original, rewritten)

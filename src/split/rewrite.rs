@@ -40,6 +40,10 @@ pub struct BandSources<'a> {
     /// Whether a node was added by an earlier split: the Concats among them assembling a
     /// tensor only this chain reads are dropped, their parts read as bands.
     pub made_by_split: &'a dyn Fn(NodeId) -> bool,
+    /// Run the tiles of a chain reading such bands as soon as the bands they read are made,
+    /// rather than at the chain's own step: they take the bytes of the bands they free while
+    /// the earlier chain's later tiles still run.
+    pub run_early: bool,
 }
 
 impl BandSources<'static> {
@@ -47,6 +51,7 @@ impl BandSources<'static> {
     pub const NONE: BandSources<'static> = BandSources {
         scatter_inputs: false,
         made_by_split: &no_node,
+        run_early: false,
     };
 }
 
@@ -133,7 +138,9 @@ pub fn rewrite(
             }
         }
     }
+    let mut tile_starts = Vec::with_capacity(tiling.tiles.len());
     for (t, tile) in tiling.tiles.iter().enumerate() {
+        tile_starts.push(b.nodes.len());
         let tag = format!("t{}_{}", tile.at[0], tile.at[1]);
         // Per streamed node, the row from which later tiles read it and the rows of this
         // tile's part they read (sliced off, so the part itself dies with this tile).
@@ -295,6 +302,12 @@ pub fn rewrite(
             assembly[o].push(&mut b, result, tile.at[0], tiling.grid);
         }
     }
+    // Tiles reading an earlier split's bands run as soon as the bands they read are made, so
+    // they take those bands' bytes while the earlier chain's later tiles still run.
+    let early = match !sources.run_early || concats.is_empty() || !scatters.is_empty() {
+        true => Vec::new(),
+        false => run_early(&mut b, &tile_starts, graph, order, end),
+    };
     // The chain's output, when only earlier splits' Slices read it, is never assembled: each
     // Slice becomes a read of the row strips at its own step.
     let last = assembly.pop().expect("the chain's output is assembled");
@@ -344,7 +357,11 @@ pub fn rewrite(
             || unsliced.contains(&n)
             || pooled.iter().any(|p| p.0 == n)
     };
-    let rewrites = std::iter::once((end, b))
+    // The tiles moved early come first: at the chain's own step they precede the assembly.
+    let main = early.len();
+    let rewrites = early
+        .into_iter()
+        .chain([(end, b)])
         .chain(late)
         .chain(pool_rewrites)
         .collect();
@@ -363,7 +380,7 @@ pub fn rewrite(
         kept,
         parts: vec![Parts {
             copies,
-            glue: glue.remove(0),
+            glue: glue.swap_remove(main),
             pools: pooled,
         }],
         dropped: concats
@@ -375,6 +392,44 @@ pub fn rewrite(
             .map(|&c| graph.nodes[c].name.clone())
             .collect(),
     }
+}
+
+/// Moves each tile's nodes (from `starts[t]` on in `b`, up to the next tile's) into a rewrite
+/// of its own, at the step just after the last step of `order` making a tensor it reads (its
+/// bands of an earlier split, the tensors it reads whole), no earlier than the tile before it
+/// and no later than `end`, the chain's own step.
+fn run_early(
+    b: &mut Glue,
+    starts: &[usize],
+    graph: &Graph,
+    order: &[NodeId],
+    end: usize,
+) -> Vec<(usize, Glue)> {
+    let mut made_at: HashMap<&str, usize> = HashMap::new();
+    for (step, &n) in order.iter().enumerate() {
+        for &v in graph.nodes[n].outputs.iter().flatten() {
+            made_at.insert(graph.values[v].name.as_str(), step);
+        }
+    }
+    let mut tiles: Vec<Glue> = starts.iter().rev().map(|&from| b.detach(from)).collect();
+    tiles.reverse();
+    let mut step = 0;
+    let mut made_by_tiles: HashSet<String> = HashSet::new();
+    let mut placed = Vec::with_capacity(tiles.len());
+    for tile in tiles {
+        for node in &tile.nodes {
+            for input in &node.input {
+                if !made_by_tiles.contains(input)
+                    && let Some(&at) = made_at.get(input.as_str())
+                {
+                    step = step.max(at + 1);
+                }
+            }
+            made_by_tiles.extend(node.output.iter().cloned());
+        }
+        placed.push((step.min(end), tile));
+    }
+    placed
 }
 
 /// A streamed chain node after a tile: its position in the chain, the first row of it later

@@ -412,6 +412,7 @@ fn rewrite_cut(
             let sources = BandSources {
                 scatter_inputs: options.scatter_inputs,
                 made_by_split: &|n| origin[n].is_none(),
+                run_early: options.early_tiles,
             };
             let label = format!("split{}", done + 1);
             rewrite(proto, graph, order, (chain, tiling), &label, &sources)
