@@ -467,16 +467,17 @@ fn plan_split(
     // before it, and the best rank wins (under a budget the one that fits, then the
     // smallest arena; the first of equals).
     let mut outcome: Option<(split::Outcome, bool)> = None;
-    // What the first search saw: row chains, and chains read as bands.
-    let mut first_saw: Option<(bool, bool)> = None;
+    // What the first search saw: row chains, chains read as bands, fine row strips.
+    let mut first_saw: Option<(bool, bool, bool)> = None;
     for search in split::SEARCHES {
-        let (rows, bands) = first_saw.unwrap_or((true, true));
-        // Without blocks written over their input, row chains or bands, these repeat the
+        let (rows, bands, strips) = first_saw.unwrap_or((true, true, true));
+        // Without blocks written over their input, row chains, bands or fine strips, these repeat the
         // searches before.
         let repeats = match search.differs_in {
             split::Differs::Nothing => false,
             split::Differs::Rows => !rows,
             split::Differs::Bands => !bands,
+            split::Differs::Strips => !strips,
         };
         if repeats || (search.blockwise && !can_overwrite_blocks) {
             continue;
@@ -489,6 +490,7 @@ fn plan_split(
                 .then_some(options.liveness.alignment.max(1)),
             progressive_bands: search.progressive_bands,
             early_tiles: search.early_tiles,
+            fine_strips: search.fine_strips,
             ..split_options
         };
         let trial = |model: ModelProto| budgeted_trial(model, search.blockwise);
@@ -498,7 +500,12 @@ fn plan_split(
             .chains
             .iter()
             .any(|c| c.read_as_bands_by.is_some());
-        first_saw.get_or_insert((found.saw_rows, banded));
+        // Row strips finer than any grid of the search without them.
+        let strips =
+            found.info.chains.iter().any(|c| {
+                c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > split::search::MAX_TILES
+            });
+        first_saw.get_or_insert((found.saw_rows, banded, strips));
         let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
         if outcome.as_ref().is_none_or(|o| rank(&found) < rank(&o.0)) {
             outcome = Some((found, search.blockwise));

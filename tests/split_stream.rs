@@ -14,6 +14,9 @@
 //! - C2's copy in strip t reads Y1 rows [4t−1, 4t+5) clipped: [0,5) is strip 0's part itself;
 //!   [3,9) joins the last two rows of strip 0's part (sliced off right after it is made, so
 //!   the part dies with strip 0) to strip 1's part; likewise [7,13) and [11,16).
+//!
+//! The estimate counts those two rows of Y1 (2 · 16 · 4 channels · 4 bytes = 512) as carried
+//! into strips 1 to 3; C1's, C2's and Y's readers start at their own strips' first rows.
 
 mod common;
 
@@ -24,6 +27,7 @@ use common::{
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
+use onnx_memplan::split::estimate::{Banding, ChainEstimate};
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rewrite::{BandSources, rewrite};
 use onnx_memplan::split::tiling::{stream, tile};
@@ -172,6 +176,20 @@ fn streamed_row_strips_compute_every_row_once() {
         .find(|e| e.name == "y1/split1/t0_0")
         .unwrap();
     assert!(part0.last < step_of("c2/split1/t1_0"));
+    // The estimate carries Y1's two rows into each later strip (the unsplit plan's table).
+    let unsplit = dir.path().join("unsplit.onnx");
+    assert!(common::plan_to(&original, &unsplit, &[]).status.success());
+    let table0 = read_table(&dir.path().join("unsplit.memplan.json"));
+    let banding = Banding {
+        made_by_split: &|_| false,
+        progressive: false,
+    };
+    let estimate = ChainEstimate::new(graph, (&table0, &[0; 4]), &chain, [0, 3], &banding);
+    assert_eq!(
+        estimate.carried_by_tile(&chain, &tiling),
+        [0, 512, 512, 512]
+    );
+    assert_eq!(estimate.carried_by_tile(&chain, &recomputing), [0; 4]);
     assert_verifies(&split, &table);
     compare_in_onnxruntime(&original, &annotated);
 }

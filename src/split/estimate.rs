@@ -312,15 +312,53 @@ impl ChainEstimate {
     /// peak outside makes equal.
     pub fn of(&self, chain: &Chain, tiling: &Tiling) -> (u64, u64) {
         let banded = self.banded_by_tile(chain, tiling);
+        let carried = self.carried_by_tile(chain, tiling);
         let working = tiling
             .tiles
             .iter()
             .zip(banded)
-            .map(|(tile, held)| self.tile_peak(chain, tile) + held)
+            .zip(carried)
+            .map(|((tile, held), carried)| self.tile_peak(chain, tile) + held + carried)
             .max()
             .unwrap_or(0);
         let inside = self.fixed + working;
         (self.outside.max(inside), inside)
+    }
+
+    /// For a streamed tiling, per tile, the rows of chain tensors that cross from the tile
+    /// before it (the rows above its own that a tile reads, which the tile before kept); all 0
+    /// otherwise.
+    pub fn carried_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
+        let tiles = &tiling.tiles;
+        let mut carried = vec![0u64; tiles.len()];
+        if !tiling.streamed {
+            return carried;
+        }
+        // Each (chain node, input) reading another chain node's rows.
+        let inside: Vec<(usize, usize, usize)> = (0..chain.nodes.len())
+            .flat_map(|k| (0..chain.reads[k].len()).map(move |i| (k, i)))
+            .filter_map(|(k, i)| match chain.reads[k][i] {
+                Read::Inside(j) => Some((k, i, j)),
+                _ => None,
+            })
+            .collect();
+        for t in 1..tiles.len() {
+            let mut crossing = 0;
+            for j in 0..chain.nodes.len() {
+                let from = inside
+                    .iter()
+                    .filter(|r| r.2 == j)
+                    .filter_map(|&(k, i, _)| tiles[t].reads[k][i])
+                    .map(|need| need[0].start.max(0))
+                    .min();
+                let Some(from) = from else { continue };
+                let before = tiles[t - 1].computed[j];
+                let rows = (before[0].end - from).max(0);
+                crossing += bytes(self.out[j], (rows * before[1].len()) as u64);
+            }
+            carried[t] = crossing;
+        }
+        carried
     }
 
     /// The most bytes one tile holds at once: its live intermediates, the slices a node reads

@@ -22,12 +22,13 @@ use crate::pipeline::Planned;
 use crate::plan::WORK_PER_SECOND;
 
 /// Largest number of tiles along one axis the search tries.
-const MAX_TILES: usize = 8;
+pub const MAX_TILES: usize = 8;
 /// Largest number of tiles along one axis under a budget.
 const MAX_FINE_TILES: usize = 32;
-/// Most row strips without a budget: strips that stream ([`super::tiling::stream`]) cost no
-/// extra MACs, so finer ones only lower the tiles' working set.
-const MAX_STRIPS: usize = 16;
+/// Most row strips without a budget in a search with [`SplitOptions::fine_strips`]: strips
+/// that stream ([`super::tiling::stream`]) cost no extra MACs, so finer ones only lower the
+/// tiles' working set.
+pub const MAX_STRIPS: usize = 16;
 /// Candidate splits re-planned per round (the best by estimate).
 const TRIALS: usize = 6;
 /// Chains split at most.
@@ -562,7 +563,7 @@ fn candidates(
     let allowed = |n: usize| origin[n].is_some();
     let mut found = Vec::new();
     // Under a budget, finer grids and longer chains too.
-    let tried = grids(budget.is_some());
+    let tried = grids(budget.is_some(), options.fine_strips);
     let longest = match budget {
         Some(_) => MAX_BUDGET_CHAIN_NODES,
         None => MAX_CHAIN_NODES,
@@ -572,7 +573,7 @@ fn candidates(
         true => {
             let share = options.search_time.as_secs_f64() * WORK_PER_SECOND as f64;
             let share = (share / TARGET_SHARE as f64) as u64;
-            let grids = grids(false);
+            let grids = grids(false, options.fine_strips);
             let found = target(
                 planned,
                 live,
@@ -672,9 +673,10 @@ fn candidates(
     Ok(found)
 }
 
-/// The grids tried: every grid up to 8×8, row strips up to 16, and under a budget also
-/// square grids and row strips up to 32 (down to single rows of small outputs).
-fn grids(fine: bool) -> Vec<[usize; 2]> {
+/// The grids tried: every grid up to 8×8; under a budget also square grids and row strips up
+/// to 32 (down to single rows of small outputs), otherwise, with `fine_strips`, row strips up
+/// to 16.
+fn grids(fine: bool, fine_strips: bool) -> Vec<[usize; 2]> {
     let mut list: Vec<[usize; 2]> = (1..=MAX_TILES)
         .flat_map(|r| (1..=MAX_TILES).map(move |c| [r, c]))
         .filter(|&[r, c]| r * c > 1)
@@ -685,7 +687,8 @@ fn grids(fine: bool) -> Vec<[usize; 2]> {
                 list.extend([[g, g], [g, 1]]);
             }
         }
-        false => list.extend((MAX_TILES + 1..=MAX_STRIPS).map(|g| [g, 1])),
+        false if fine_strips => list.extend((MAX_TILES + 1..=MAX_STRIPS).map(|g| [g, 1])),
+        false => {}
     }
     list
 }
