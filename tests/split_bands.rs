@@ -19,30 +19,22 @@
 mod common;
 
 use common::{
-    assert_verifies, compare_in_onnxruntime, float_info, int64s, model, node, read_table,
-    wave_init, write_model, writer,
+    assert_never_whole, assert_verifies, compare_in_onnxruntime, conv3x3, cut_reading_split1,
+    float_info, model, node, plan_written, read_table, rows_of_16_wide, wave_init, write_model,
+    writer,
 };
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
-use onnx_memplan::pipeline::load_typed;
-use onnx_memplan::split::chain::chain_of;
-use onnx_memplan::split::rewrite::{BandSources, Rewritten, rewrite};
-use onnx_memplan::split::tiling::tile;
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
+use onnx_memplan::split::rewrite::Rewritten;
 use std::path::{Path, PathBuf};
-
-fn conv(input: &str, weight: &str, output: &str) -> NodeProto {
-    let n = node("Conv", &[input, weight], &[output]);
-    let n = common::with_ints(n, "kernel_shape", &[3, 3]);
-    common::with_ints(n, "pads", &[1, 1, 1, 1])
-}
 
 /// The two blocks of the module comment.
 fn two_blocks() -> ModelProto {
     model(GraphProto {
         name: Some("two_blocks".into()),
         node: vec![
-            conv("x", "w1", "c1"),
+            conv3x3("x", "w1", "c1"),
             node("Relu", &["c1"], &["y1"]),
-            conv("y1", "w2", "c2"),
+            conv3x3("y1", "w2", "c2"),
             node("Relu", &["c2"], &["r2"]),
             node("Add", &["r2", "y1"], &["y"]),
         ],
@@ -54,18 +46,6 @@ fn two_blocks() -> ModelProto {
         ],
         ..Default::default()
     })
-}
-
-/// The rows (along H) a Slice node takes of its input: its starts and ends on H.
-fn rows_of(model: &ModelProto, slice: &NodeProto) -> (String, [i64; 2]) {
-    assert_eq!(slice.op_type(), "Slice", "{}", slice.name());
-    let (starts, ends) = (
-        int64s(model, &slice.input[1]),
-        int64s(model, &slice.input[2]),
-    );
-    assert_eq!(int64s(model, &slice.input[3]), [2, 3], "axes H and W");
-    assert_eq!([starts[1], ends[1]], [0, 16], "every column");
-    (slice.input[0].clone(), [starts[0], ends[0]])
 }
 
 /// The model of the module comment written to `dir`, with the nodes of chain `a` cut by
@@ -80,33 +60,11 @@ fn split_twice(
 ) -> (PathBuf, ModelProto, Rewritten) {
     let original = dir.join("two_blocks.onnx");
     write_model(&two_blocks(), &original);
-    let cut = |path: &Path, outputs: &[&str], grid: [usize; 2], label: &str| {
-        let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
-        let graph = &typed.graph;
-        let order: Vec<usize> = (0..graph.nodes.len()).collect();
-        let makes = |name: &str| {
-            order
-                .iter()
-                .copied()
-                .find(|&n| graph.values[graph.nodes[n].outputs[0].unwrap()].name == name)
-                .unwrap()
-        };
-        let nodes: Vec<usize> = outputs.iter().map(|o| makes(o)).collect();
-        let chain = chain_of(graph, &nodes, 17).expect("the nodes form a chain");
-        let tiling = tile(graph, &chain, grid).unwrap();
-        let made_by_split = |n: usize| graph.nodes[n].name.contains("/split1/");
-        let sources = BandSources {
-            scatter_inputs: false,
-            made_by_split: &made_by_split,
-            run_early: early,
-        };
-        rewrite(&proto, graph, &order, (&chain, &tiling), label, &sources)
-    };
-    let once = cut(&original, a, grid_a, "split1");
+    let once = cut_reading_split1(&original, (a, grid_a), "split1", false);
     assert!(once.dropped.is_empty() && once.unsliced.is_empty());
     let split1 = dir.join("two_blocks.split1.onnx");
     write_model(&once.model, &split1);
-    let twice = cut(&split1, b, grid_b, "split2");
+    let twice = cut_reading_split1(&split1, (b, grid_b), "split2", early);
     (original, once.model, twice)
 }
 
@@ -115,7 +73,7 @@ fn split_twice(
 fn conv_reads(m: &ModelProto, label: &str, t: usize) -> Vec<(String, [i64; 2])> {
     let input = writer(m, &writer(m, &format!("c2/{label}/t{t}_0")).input[0]);
     if input.op_type() == "Slice" {
-        return vec![rows_of(m, input)];
+        return vec![rows_of_16_wide(m, input)];
     }
     assert_eq!(input.op_type(), "Concat");
     let axis = input.attribute.iter().find(|a| a.name() == "axis").unwrap();
@@ -123,13 +81,13 @@ fn conv_reads(m: &ModelProto, label: &str, t: usize) -> Vec<(String, [i64; 2])> 
     input
         .input
         .iter()
-        .map(|p| rows_of(m, writer(m, p)))
+        .map(|p| rows_of_16_wide(m, writer(m, p)))
         .collect()
 }
 
 /// The rows of the bands that tile `t`'s Add (`y/{label}/t{t}_0`) reads as its residual.
 fn residual_reads(m: &ModelProto, label: &str, t: usize) -> (String, [i64; 2]) {
-    rows_of(
+    rows_of_16_wide(
         m,
         writer(m, &writer(m, &format!("y/{label}/t{t}_0")).input[1]),
     )
@@ -138,13 +96,7 @@ fn residual_reads(m: &ModelProto, label: &str, t: usize) -> (String, [i64; 2]) {
 /// The reads of the module comment, with `bands` the first block's two row strips and
 /// `label` the second block's split.
 fn assert_band_reads(m: &ModelProto, label: &str, bands: &[String]) {
-    let g = m.graph.as_ref().unwrap();
-    assert!(
-        g.node
-            .iter()
-            .all(|n| !n.output.contains(&"y1".into()) && !n.input.contains(&"y1".into())),
-        "nothing makes or reads Y1 whole"
-    );
+    assert_never_whole(m, "y1");
     let (b0, b1) = (bands[0].clone(), bands[1].clone());
     assert_eq!(conv_reads(m, label, 0), [(b0.clone(), [0, 5])]);
     assert_eq!(
@@ -171,23 +123,11 @@ fn assert_plans_with_bands_freed(
     label: &str,
     bands: &[String],
 ) {
-    let split = dir.join("two_blocks.split2.onnx");
-    write_model(m, &split);
-    let annotated = dir.join("planned.onnx");
-    let run = common::plan_to(&split, &annotated, &[]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table = dir.join("planned.memplan.json");
+    let (split, table) = plan_written(dir, "two_blocks.split2", m, &[]);
+    let annotated = dir.join("two_blocks.split2.memplan.onnx");
     let t = read_table(&table);
     let entry = |name: &str| t.tensors.iter().find(|e| e.name == name).unwrap();
-    let planned = load_typed(&split, &Default::default()).unwrap().1.graph;
-    let step_of = |node: &str| {
-        let id = planned.nodes.iter().position(|n| n.name == node).unwrap();
-        t.schedule.iter().position(|&s| s == id).unwrap()
-    };
+    let step_of = |node: &str| common::step_of(&split, &t, node);
     let tile3 = step_of(writer(m, &format!("c2/{label}/t3_0")).name());
     assert!(
         entry(&bands[0]).last < tile3,
@@ -275,15 +215,8 @@ fn tiles_reading_bands_run_as_soon_as_their_bands_are_made() {
         );
     }
     // Planned in that order, the table verifies and onnxruntime agrees.
-    let split = dir.path().join("two_blocks.early.onnx");
-    write_model(&twice.model, &split);
-    let annotated = dir.path().join("early.planned.onnx");
-    let run = common::plan_to(&split, &annotated, &[]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert_verifies(&split, &dir.path().join("early.planned.memplan.json"));
+    let (split, table) = plan_written(dir.path(), "two_blocks.early", &twice.model, &[]);
+    assert_verifies(&split, &table);
+    let annotated = dir.path().join("two_blocks.early.memplan.onnx");
     compare_in_onnxruntime(&original, &annotated);
 }

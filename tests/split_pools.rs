@@ -17,21 +17,10 @@
 mod common;
 
 use common::{
-    assert_verifies, compare_in_onnxruntime, float_info, int64s, model, node, read_table,
-    wave_init, write_model, writer,
+    assert_never_whole, assert_verifies, compare_in_onnxruntime, conv3x3, cut_reading_split1,
+    float_info, int64s, model, node, plan_written, read_table, wave_init, write_model, writer,
 };
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
-use onnx_memplan::pipeline::load_typed;
-use onnx_memplan::split::chain::chain_of;
-use onnx_memplan::split::rewrite::{BandSources, Rewritten, rewrite};
-use onnx_memplan::split::tiling::tile;
-use std::path::Path;
-
-fn conv3(input: &str, weight: &str, output: &str) -> NodeProto {
-    let n = node("Conv", &[input, weight], &[output]);
-    let n = common::with_ints(n, "kernel_shape", &[3, 3]);
-    common::with_ints(n, "pads", &[1, 1, 1, 1])
-}
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 
 /// The model of the module comment.
 fn excited() -> ModelProto {
@@ -40,7 +29,7 @@ fn excited() -> ModelProto {
     model(GraphProto {
         name: Some("excited".into()),
         node: vec![
-            conv3("x", "w1", "c1"),
+            conv3x3("x", "w1", "c1"),
             node("Relu", &["c1"], &["y1"]),
             node("GlobalAveragePool", &["y1"], &["g"]),
             node("Conv", &["g", "ws"], &["f"]),
@@ -48,7 +37,7 @@ fn excited() -> ModelProto {
             node("Add", &["f", "mx"], &["e"]),
             node("Sigmoid", &["e"], &["s"]),
             node("Mul", &["y1", "s"], &["m"]),
-            conv3("m", "w2", "c2"),
+            conv3x3("m", "w2", "c2"),
             node("Relu", &["c2"], &["y"]),
         ],
         input: vec![float_info("x", &[1, 2, 16, 16])],
@@ -60,31 +49,6 @@ fn excited() -> ModelProto {
         ],
         ..Default::default()
     })
-}
-
-/// Cuts the chain of the nodes making `outputs` of the model at `path` by `grid`, reading the
-/// parts of Concats of an earlier split (`split1`) as bands.
-fn cut(path: &Path, outputs: &[&str], grid: [usize; 2], label: &str) -> Rewritten {
-    let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let makes = |name: &str| {
-        order
-            .iter()
-            .copied()
-            .find(|&n| graph.values[graph.nodes[n].outputs[0].unwrap()].name == name)
-            .unwrap()
-    };
-    let nodes: Vec<usize> = outputs.iter().map(|o| makes(o)).collect();
-    let chain = chain_of(graph, &nodes, 17).expect("the nodes form a chain");
-    let tiling = tile(graph, &chain, grid).unwrap();
-    let made_by_split = |n: usize| graph.nodes[n].name.contains("/split1/");
-    let sources = BandSources {
-        scatter_inputs: false,
-        made_by_split: &made_by_split,
-        run_early: false,
-    };
-    rewrite(&proto, graph, &order, (&chain, &tiling), label, &sources)
 }
 
 /// The inputs of the node writing `output`, checking its operator.
@@ -99,7 +63,7 @@ fn global_pools_of_a_banded_tensor_reduce_its_bands() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("excited.onnx");
     write_model(&excited(), &original);
-    let once = cut(&original, &["c1", "y1"], [2, 1], "split1");
+    let once = cut_reading_split1(&original, (&["c1", "y1"], [2, 1]), "split1", false);
     assert!(once.parts[0].pools.is_empty(), "nothing read as bands yet");
     let split1 = dir.path().join("excited.split1.onnx");
     write_model(&once.model, &split1);
@@ -108,16 +72,11 @@ fn global_pools_of_a_banded_tensor_reduce_its_bands() {
     let bands = assembled.input.clone();
     assert_eq!(bands.len(), 2);
 
-    let twice = cut(&split1, &["m", "c2", "y"], [4, 1], "split2");
+    let twice = cut_reading_split1(&split1, (&["m", "c2", "y"], [4, 1]), "split2", false);
     assert_eq!(twice.dropped, [assembled.name().to_string()]);
     let m = &twice.model;
     let g = m.graph.as_ref().unwrap();
-    assert!(
-        g.node
-            .iter()
-            .all(|n| !n.output.contains(&"y1".into()) && !n.input.contains(&"y1".into())),
-        "nothing makes or reads Y1 whole"
-    );
+    assert_never_whole(m, "y1");
     // The mean: (ReduceSum(band 0) + ReduceSum(band 1)) / Cast(256).
     let [total, count] = <[String; 2]>::try_from(inputs_of(m, "g", "Div")).unwrap();
     let partials = inputs_of(m, &total, "Sum");
@@ -163,23 +122,11 @@ fn global_pools_of_a_banded_tensor_reduce_its_bands() {
     }
 
     // Planned: band 0 is freed before tile 3 runs; the table verifies; onnxruntime agrees.
-    let split = dir.path().join("excited.split2.onnx");
-    write_model(m, &split);
-    let annotated = dir.path().join("planned.onnx");
-    let run = common::plan_to(&split, &annotated, &[]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table = dir.path().join("planned.memplan.json");
+    let (split, table) = plan_written(dir.path(), "excited.split2", m, &[]);
+    let annotated = dir.path().join("excited.split2.memplan.onnx");
     let t = read_table(&table);
     let entry = |name: &str| t.tensors.iter().find(|e| e.name == name).unwrap();
-    let planned = load_typed(&split, &Default::default()).unwrap().1.graph;
-    let step_of = |node: &str| {
-        let id = planned.nodes.iter().position(|n| n.name == node).unwrap();
-        t.schedule.iter().position(|&s| s == id).unwrap()
-    };
+    let step_of = |node: &str| common::step_of(&split, &t, node);
     // Tile 3 starts with its Slice of band 1, the last read of that band.
     let read = &writer(m, "m/split2/t3_0").input[0];
     let tile3 = step_of(writer(m, read).name());

@@ -21,10 +21,10 @@
 mod common;
 
 use common::{
-    assert_verifies, compare_in_onnxruntime, float_info, int64s, model, node, read_table,
-    wave_init, write_model, writer,
+    assert_verifies, compare_in_onnxruntime, conv3x3, float_info, model, node, plan_written,
+    read_table, rows_of_16_wide, wave_init, write_model, writer,
 };
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
 use onnx_memplan::split::estimate::{Banding, ChainEstimate};
@@ -32,20 +32,14 @@ use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rewrite::{BandSources, rewrite};
 use onnx_memplan::split::tiling::{stream, tile};
 
-fn conv3(input: &str, weight: &str, output: &str) -> NodeProto {
-    let n = node("Conv", &[input, weight], &[output]);
-    let n = common::with_ints(n, "kernel_shape", &[3, 3]);
-    common::with_ints(n, "pads", &[1, 1, 1, 1])
-}
-
 /// The chain of the module comment.
 fn two_convs() -> ModelProto {
     model(GraphProto {
         name: Some("two_convs".into()),
         node: vec![
-            conv3("x", "w1", "c1"),
+            conv3x3("x", "w1", "c1"),
             node("Relu", &["c1"], &["y1"]),
-            conv3("y1", "w2", "c2"),
+            conv3x3("y1", "w2", "c2"),
             node("Relu", &["c2"], &["y"]),
         ],
         input: vec![float_info("x", &[1, 2, 16, 16])],
@@ -56,15 +50,6 @@ fn two_convs() -> ModelProto {
         ],
         ..Default::default()
     })
-}
-
-/// A Slice's rows (along H) of its input, checking it takes every column.
-fn slice_rows(m: &ModelProto, slice: &NodeProto) -> (String, [i64; 2]) {
-    assert_eq!(slice.op_type(), "Slice", "{}", slice.name());
-    let (starts, ends) = (int64s(m, &slice.input[1]), int64s(m, &slice.input[2]));
-    assert_eq!(int64s(m, &slice.input[3]), [2, 3]);
-    assert_eq!([starts[1], ends[1]], [0, 16]);
-    (slice.input[0].clone(), [starts[0], ends[0]])
 }
 
 /// The `pads` attribute of the node writing `output`.
@@ -143,7 +128,7 @@ fn streamed_row_strips_compute_every_row_once() {
             tail[1] - rows(1)[t - 1].start,
         ];
         assert_eq!(
-            slice_rows(m, writer(m, &joined.input[0])),
+            rows_of_16_wide(m, writer(m, &joined.input[0])),
             (before, tail_rows),
             "strip {t} reads the tail of strip {} (Y1 rows {tail:?})",
             t - 1
@@ -153,23 +138,10 @@ fn streamed_row_strips_compute_every_row_once() {
 
     // Planned: strip 0's part of Y1 dies before strip 1's C2 runs (its tail lives on); the
     // table verifies; onnxruntime gives the original's output.
-    let split = dir.path().join("two_convs.split.onnx");
-    write_model(m, &split);
-    let annotated = dir.path().join("planned.onnx");
-    let run = common::plan_to(&split, &annotated, &[]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let table = dir.path().join("planned.memplan.json");
+    let (split, table) = plan_written(dir.path(), "two_convs.split", m, &[]);
+    let annotated = dir.path().join("two_convs.split.memplan.onnx");
     let t = read_table(&table);
-    let planned = load_typed(&split, &Default::default()).unwrap().1.graph;
-    let step_of = |output: &str| {
-        let name = writer(m, output).name();
-        let id = planned.nodes.iter().position(|n| n.name == name).unwrap();
-        t.schedule.iter().position(|&s| s == id).unwrap()
-    };
+    let step_of = |output: &str| common::step_of(&split, &t, writer(m, output).name());
     let part0 = t
         .tensors
         .iter()

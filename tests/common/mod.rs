@@ -482,3 +482,77 @@ pub fn rewrite_alone(
     use onnx_memplan::split::rewrite::{BandSources, rewrite};
     rewrite(model, graph, order, cut, "split1", &BandSources::NONE)
 }
+
+/// A 3×3 Conv with padding 1 on every side.
+pub fn conv3x3(input: &str, weight: &str, output: &str) -> NodeProto {
+    let n = node("Conv", &[input, weight], &[output]);
+    let n = with_ints(n, "kernel_shape", &[3, 3]);
+    with_ints(n, "pads", &[1, 1, 1, 1])
+}
+
+/// The model at `path` (nodes in stored order) with the chain of the nodes making `outputs`
+/// cut by `grid` under `label`, reading the parts of Concats an earlier rewrite labelled
+/// `split1` added as bands; its tiles run `early` or at the chain's step
+/// (`BandSources::run_early`).
+pub fn cut_reading_split1(
+    path: &Path,
+    (outputs, grid): (&[&str], [usize; 2]),
+    label: &str,
+    early: bool,
+) -> onnx_memplan::split::rewrite::Rewritten {
+    use onnx_memplan::split::rewrite::{BandSources, rewrite};
+    let (proto, typed, _) = onnx_memplan::pipeline::load_typed(path, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let makes = |name: &str| {
+        order
+            .iter()
+            .copied()
+            .find(|&n| graph.values[graph.nodes[n].outputs[0].unwrap()].name == name)
+            .unwrap()
+    };
+    let nodes: Vec<usize> = outputs.iter().map(|o| makes(o)).collect();
+    let chain = onnx_memplan::split::chain::chain_of(graph, &nodes, 17).expect("a chain");
+    let tiling = onnx_memplan::split::tiling::tile(graph, &chain, grid).unwrap();
+    let made_by_split = |n: usize| graph.nodes[n].name.contains("/split1/");
+    let sources = BandSources {
+        scatter_inputs: false,
+        made_by_split: &made_by_split,
+        run_early: early,
+    };
+    rewrite(&proto, graph, &order, (&chain, &tiling), label, &sources)
+}
+
+/// The rows (along H) a Slice node of `model` takes of its input, checking it cuts H and W
+/// and takes all 16 columns: its input and `[start, end)`.
+pub fn rows_of_16_wide(model: &ModelProto, slice: &NodeProto) -> (String, [i64; 2]) {
+    assert_eq!(slice.op_type(), "Slice", "{}", slice.name());
+    let (starts, ends) = (
+        int64s(model, &slice.input[1]),
+        int64s(model, &slice.input[2]),
+    );
+    assert_eq!(int64s(model, &slice.input[3]), [2, 3], "axes H and W");
+    assert_eq!([starts[1], ends[1]], [0, 16], "every column");
+    (slice.input[0].clone(), [starts[0], ends[0]])
+}
+
+/// Asserts that no node of `model` makes or reads the tensor `name`.
+pub fn assert_never_whole(model: &ModelProto, name: &str) {
+    let g = model.graph.as_ref().unwrap();
+    assert!(
+        g.node
+            .iter()
+            .all(|n| !n.output.iter().any(|o| o == name) && !n.input.iter().any(|i| i == name)),
+        "nothing makes or reads {name} whole"
+    );
+}
+
+/// The step at which the plan `table` of the model at `model` runs the node named `node`.
+pub fn step_of(model: &Path, table: &onnx_memplan::emit::Table, node: &str) -> usize {
+    let graph = onnx_memplan::pipeline::load_typed(model, &Default::default())
+        .unwrap()
+        .1
+        .graph;
+    let id = graph.nodes.iter().position(|n| n.name == node).unwrap();
+    table.schedule.iter().position(|&s| s == id).unwrap()
+}
