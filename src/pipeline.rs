@@ -471,8 +471,8 @@ fn plan_split(
     let mut first_saw: Option<(bool, bool, bool)> = None;
     for search in split::SEARCHES {
         let (rows, bands, strips) = first_saw.unwrap_or((true, true, true));
-        // Without blocks written over their input, row chains, bands or fine strips, these repeat the
-        // searches before.
+        // Without blocks written over their input, row chains, bands or fine strips, these
+        // repeat the searches before.
         let repeats = match search.differs_in {
             split::Differs::Nothing => false,
             split::Differs::Rows => !rows,

@@ -7,7 +7,7 @@ use super::bands::assembled_inputs;
 use super::chain::{Chain, Read};
 use super::region::{Span, area, full};
 use super::rules::shape_of;
-use super::tiling::{Tile, Tiling};
+use super::tiling::{Tile, Tiling, first_row_read};
 use crate::emit::Table;
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -334,24 +334,12 @@ impl ChainEstimate {
         if !tiling.streamed {
             return carried;
         }
-        // Each (chain node, input) reading another chain node's rows.
-        let inside: Vec<(usize, usize, usize)> = (0..chain.nodes.len())
-            .flat_map(|k| (0..chain.reads[k].len()).map(move |i| (k, i)))
-            .filter_map(|(k, i)| match chain.reads[k][i] {
-                Read::Inside(j) => Some((k, i, j)),
-                _ => None,
-            })
-            .collect();
         for t in 1..tiles.len() {
             let mut crossing = 0;
             for j in 0..chain.nodes.len() {
-                let from = inside
-                    .iter()
-                    .filter(|r| r.2 == j)
-                    .filter_map(|&(k, i, _)| tiles[t].reads[k][i])
-                    .map(|need| need[0].start.max(0))
-                    .min();
-                let Some(from) = from else { continue };
+                let Some(from) = first_row_read(chain, &tiles[t], j) else {
+                    continue;
+                };
                 let before = tiles[t - 1].computed[j];
                 let rows = (before[0].end - from).max(0);
                 crossing += bytes(self.out[j], (rows * before[1].len()) as u64);

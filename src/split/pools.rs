@@ -5,6 +5,7 @@
 //! H × W for a mean; a Max or Min), at the pool's own step.
 
 use super::glue::{Glue, int_attribute, ints_attribute, op};
+use super::rows::rules::reduction_axes;
 use super::rules::shape_of;
 use crate::ir::{DType, Graph, Node, NodeId, ValueId};
 
@@ -28,6 +29,8 @@ pub struct GlobalPool {
     pub reduction: Reduction,
     /// Whether its output keeps H and W as axes of size 1.
     pub keepdims: bool,
+    /// The element type it reduces (float32 or float64).
+    pub dtype: DType,
 }
 
 /// The global pool `node` is when it reads `value` (its only data input), a rank-4 float32 or
@@ -53,33 +56,34 @@ pub fn global_pool_of(graph: &Graph, node: &Node, value: ValueId) -> Option<Glob
         return Some(GlobalPool {
             reduction,
             keepdims: true,
+            dtype,
         });
     }
-    // The axes: an attribute in the older forms, a constant input in the newer ones.
-    let axes = match node.inputs.get(1).copied().flatten() {
-        Some(v) => graph.values[v].constant.as_ref()?.to_i64_vec()?,
-        None => node.attr_ints("axes")?.to_vec(),
-    };
-    let mut spatial: Vec<i64> = axes.iter().map(|&a| a.rem_euclid(4)).collect();
+    let mut spatial: Vec<i64> = reduction_axes(graph, node)?
+        .iter()
+        .map(|&a| a.rem_euclid(4))
+        .collect();
     spatial.sort_unstable();
     (spatial == [2, 3]).then_some(GlobalPool {
         reduction,
         keepdims: node.attr_int("keepdims").unwrap_or(1) != 0,
+        dtype,
     })
 }
 
 impl GlobalPool {
-    /// Adds to `b` the pool `node` (reading a tensor of `[h, w]` positions, made of `bands`)
+    /// Adds to `b` the node `pool` (reading a tensor of `[h, w]` positions, made of `bands`)
     /// as one reduction per band and their combination, which makes the pool's own output;
     /// returns the names of the nodes added.
     pub fn over_bands(
         self,
         b: &mut Glue,
         graph: &Graph,
-        (pool, node): (NodeId, &Node),
+        pool: NodeId,
         bands: &[String],
         [h, w]: [i64; 2],
     ) -> Vec<String> {
+        let node = &graph.nodes[pool];
         let out = &graph.values[node.outputs[0].expect("a pool has an output")].name;
         let base = match node.name.is_empty() {
             true => format!("{}_{pool}", node.op_type),
@@ -134,10 +138,7 @@ impl GlobalPool {
         // The mean: the sum divided by the number of positions, cast to the pool's type.
         let count = b.constant(vec![h * w]);
         let cast = b.fresh(out, "count");
-        let dtype = graph.values[node.inputs[0].expect("a pool reads its input")]
-            .tensor_type()
-            .map_or(DType::Float, |t| t.dtype);
-        let to = int_attribute("to", i64::from(dtype.to_onnx()));
+        let to = int_attribute("to", i64::from(self.dtype.to_onnx()));
         add(b, "Cast", vec![count], &cast, vec![to]);
         add(b, "Div", vec![total, cast], out, Vec::new());
         added

@@ -12,7 +12,7 @@ use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
 use super::region::{Region, Span, area, full};
 use super::rules::{Rule, shape_of};
-use super::tiling::Tiling;
+use super::tiling::{Tiling, first_row_read};
 use super::upsample::{Upsample, UpsampleKind};
 use crate::ir::{Graph, Node, NodeId};
 use crate::onnx::proto::{ModelProto, NodeProto};
@@ -114,8 +114,7 @@ pub fn rewrite(
             .expect("the pool is in the order");
         let from = b.nodes.len();
         let parts = &bands[&source];
-        let node = &graph.nodes[id];
-        let added = pool.over_bands(&mut b, graph, (id, node), &parts.names(), parts.size());
+        let added = pool.over_bands(&mut b, graph, id, &parts.names(), parts.size());
         pool_rewrites.push((step, b.detach(from)));
         pooled.push((id, added));
     }
@@ -270,7 +269,8 @@ pub fn rewrite(
                     let from = tiling
                         .tiles
                         .get(t + 1)
-                        .map_or(i64::MAX, |next| read_from(chain, next, k));
+                        .and_then(|next| first_row_read(chain, next, k))
+                        .unwrap_or(i64::MAX);
                     let tail = (from > span.start && from < span.end).then(|| {
                         let mut rows = tile.computed[k];
                         rows[0] = Span::new(from, span.end);
@@ -436,20 +436,6 @@ fn run_early(
 /// tiles read, and the rows of the tile's part they read, sliced off (when they are not the
 /// whole part).
 type Kept = (usize, i64, Option<(String, Span)>);
-
-/// The first row of chain node `k`'s output that `tile` reads (the start of its reads of it).
-fn read_from(chain: &Chain, tile: &super::tiling::Tile, k: usize) -> i64 {
-    let [h, _] = chain.grids[k];
-    chain
-        .reads
-        .iter()
-        .enumerate()
-        .flat_map(|(k2, reads)| reads.iter().enumerate().map(move |(i, r)| (k2, i, r)))
-        .filter(|(_, _, r)| **r == Read::Inside(k))
-        .filter_map(|(k2, i, _)| tile.reads[k2][i].map(|need| need[0].clip(h).start))
-        .min()
-        .unwrap_or(i64::MAX)
-}
 
 /// The explicit pads of a window tile: how far the region read reaches before and after the
 /// part of the input that exists, as ONNX `pads` (begin H, begin W, end H, end W).

@@ -92,11 +92,7 @@ pub fn stream(graph: &Graph, chain: &Chain, rows: usize) -> Option<Tiling> {
                     .iter()
                     .zip(&strip.reads[k])
                     .map(|(read, whole)| {
-                        let mut need = match (read, &chain.rules[k]) {
-                            (Read::Absent | Read::Whole, _) => return None,
-                            (_, Rule::Window(window)) => window.need(region),
-                            _ => region,
-                        };
+                        let mut need = need(&chain.rules[k], read, region)?;
                         // Columns as the strip reads them (every strip spans every column).
                         need[1] = (*whole)?[1];
                         Some(need)
@@ -288,6 +284,29 @@ fn scaled(parts: &[Span], from: i64, to: i64) -> Option<Vec<Span>> {
     spans.iter().all(|s| !s.is_empty()).then_some(spans)
 }
 
+/// The region of an input read as `read` that a node of rule `rule` reads to make `region` of
+/// its output (unclipped: positions outside the input are padding); `None` for inputs read
+/// whole or absent.
+fn need(rule: &Rule, read: &Read, region: Region) -> Option<Region> {
+    Some(match (read, rule) {
+        (Read::Absent | Read::Whole, _) => return None,
+        (_, Rule::Window(window)) => window.need(region),
+        (_, Rule::Upsample(up)) => up.need(region),
+        (_, Rule::Pointwise(_) | Rule::Rows) => region,
+    })
+}
+
+/// The first row of chain node `j`'s output that `tile` reads (within the output), `None`
+/// when no chain node reads it.
+pub fn first_row_read(chain: &Chain, tile: &Tile, j: usize) -> Option<i64> {
+    let [h, _] = chain.grids[j];
+    (0..chain.nodes.len())
+        .flat_map(|k| (0..chain.reads[k].len()).map(move |i| (k, i)))
+        .filter(|&(k, i)| chain.reads[k][i] == Read::Inside(j))
+        .filter_map(|(k, i)| tile.reads[k][i].map(|need| need[0].clip(h).start))
+        .min()
+}
+
 /// Walks the chain backwards from the tile's part of the output (and its parts of the other
 /// outputs): each node computes the hull of what its readers in the chain need (and its own
 /// part), clipped to its output.
@@ -306,12 +325,7 @@ fn propagate(chain: &Chain, at: [usize; 2], part: Region, extra: Vec<Region>) ->
         reads[k] = chain.reads[k]
             .iter()
             .map(|read| {
-                let need = match (read, &chain.rules[k]) {
-                    (Read::Absent | Read::Whole, _) => return None,
-                    (_, Rule::Window(window)) => window.need(region),
-                    (_, Rule::Upsample(up)) => up.need(region),
-                    (_, Rule::Pointwise(_) | Rule::Rows) => region,
-                };
+                let need = need(&chain.rules[k], read, region)?;
                 if let Read::Inside(j) = *read {
                     let [jh, jw] = chain.grids[j];
                     let clipped = [need[0].clip(jh), need[1].clip(jw)];

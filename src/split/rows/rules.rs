@@ -316,16 +316,22 @@ fn broadcast(graph: &Graph, node: &Node, out: &[i64], axis: usize) -> Option<Row
     })
 }
 
+/// The axes a Reduce node names, as given: its `axes` attribute in the older forms, else its
+/// constant input 1; `None` when neither is known.
+pub(in crate::split) fn reduction_axes(graph: &Graph, node: &Node) -> Option<Vec<i64>> {
+    match node.attr_ints("axes") {
+        Some(a) => Some(a.to_vec()),
+        None => {
+            let v = node.inputs.get(1).copied().flatten()?;
+            graph.values[v].constant.as_ref()?.to_i64_vec()
+        }
+    }
+}
+
 /// A reduction over axes other than the blocked one (the decomposed LayerNorm's ReduceMean).
 fn reduction(graph: &Graph, node: &Node, out: &[i64], axis: usize) -> Option<RowRule> {
     let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
-    let axes: Vec<i64> = match node.attr_ints("axes") {
-        Some(a) => a.to_vec(),
-        None => {
-            let v = node.inputs.get(1).copied().flatten()?;
-            graph.values[v].constant.as_ref()?.to_i64_vec()?
-        }
-    };
+    let axes = reduction_axes(graph, node)?;
     if axes.is_empty() {
         return None; // every axis (or none, with noop_with_empty_axes): not row-independent
     }
