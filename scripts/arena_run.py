@@ -20,6 +20,12 @@ arena must be bit-identical to it. A node whose output is larger than the bytes 
 it (a data-dependent size above its bound, say) is a failure too. Prints one line; exits 1 on a
 failure. `run_in_arena` is what scripts/ort_check.py calls for its step (f).
 
+A table with QDQ node units (`options.qdq` = `units`: tensors of kind `fused`) runs each unit as
+one onnxruntime model: its DequantizeLinear nodes (a DQ that several units read, in each of
+them), its operator and its QuantizeLinear nodes, at the unit's last step. The model reads and
+writes only the unit's integer tensors, at the table's offsets; its float tensors never exist
+outside it.
+
 Tables of the tier (`hierarchy`), budget (`offload`) and unit (`partition`) modes move or convert
 tensors between steps, which this runner does not model; they are reported as not run.
 """
@@ -94,7 +100,11 @@ class NodeRunner:
         names += sorted(subgraph_reads(node) - set(names))
         return list(dict.fromkeys(names))
 
-    def run(self, index: int, node, values: dict[str, object]) -> dict[str, object]:
+    def run(self, index, node, values: dict[str, object], outputs=None) -> dict[str, object]:
+        """Runs `node` (or a list of nodes, a QDQ unit, returning only `outputs`)."""
+        nodes = node if isinstance(node, list) else [node]
+        if outputs is None:
+            outputs = [o for n in nodes for o in n.output if o]
         fed = {k: v for k, v in values.items() if k not in self.constants}
         key = (index,) + tuple(
             (k, v.dtype.str, v.shape) if isinstance(v, np.ndarray) else (k, "seq", len(v))
@@ -102,9 +112,9 @@ class NodeRunner:
         sess = self.sessions.get(key)
         if sess is None:
             graph = helper.make_graph(
-                [node], f"step{index}",
+                nodes, f"step{index}",
                 [_value_info(k, v) for k, v in fed.items()],
-                [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+                [helper.make_empty_tensor_value_info(o) for o in outputs],
                 initializer=[self.constants[k] for k in values if k in self.constants])
             one = helper.make_model(graph, opset_imports=self.model.opset_import,
                                     ir_version=self.model.ir_version)
@@ -191,6 +201,42 @@ class Arenas:
                 self.buffers[a][pos:e] = POISON
 
 
+def run_order(model: onnx.ModelProto, table: dict) -> list[int]:
+    """The node indices of `model` step by step: the table's `schedule` indexes the input
+    model's nodes, while the annotated model (`memplan.format` in its metadata) already has them
+    in the planned order."""
+    if any(p.key == "memplan.format" for p in model.metadata_props):
+        return list(range(len(model.graph.node)))
+    return table.get("schedule") or list(range(len(model.graph.node)))
+
+
+def qdq_units(model: onnx.ModelProto, table: dict) -> dict[int, tuple[str, list[int], list[str]]]:
+    """The QDQ units of a table, by the schedule step they run at (the last of their nodes):
+    (name, node indices, the integer tensors they write). A unit's operator is a node reading a
+    `fused` tensor that is not a QuantizeLinear; its nodes are the DQs writing its fused inputs,
+    itself and the Qs reading its fused outputs."""
+    fused = {t["name"] for t in table.get("tensors", []) if t.get("kind") == "fused"}
+    if not fused:
+        return {}
+    nodes = model.graph.node
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    readers: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        for x in n.input:
+            readers.setdefault(x, []).append(i)
+    step = {n: s for s, n in enumerate(run_order(model, table))}
+    units = {}
+    for i, n in enumerate(nodes):
+        if n.op_type == "QuantizeLinear" or not any(x in fused for x in n.input):
+            continue
+        dqs = [producer[x] for x in n.input if x in fused]
+        qs = [q for o in n.output if o in fused for q in readers.get(o, [])]
+        members = sorted(set(dqs + [i] + qs), key=lambda m: step[m])
+        writes = [o for m in members for o in nodes[m].output if o and o not in fused]
+        units[max(step[m] for m in [i] + qs)] = (n.name or f"#{i}", members, writes)
+    return units
+
+
 def _live_after(entry: dict, step: int) -> bool:
     """The tensor is read after `step` (graph outputs are read after the last step)."""
     return int(entry.get("last", -1)) > step or entry.get("kind") == "output"
@@ -224,13 +270,27 @@ def _execute(model, table, feeds, runner: NodeRunner, arenas: Arenas | None, wat
         put(name, value)
     for init in graph.initializer:
         aside.setdefault(init.name, None)  # the runner supplies initializers itself
-    schedule = table.get("schedule") or list(range(len(graph.node)))
+    schedule = run_order(model, table)
+    # The reference run (private buffers) runs every node literally.
+    units = qdq_units(model, table) if arenas is not None else {}
+    in_unit = {m for _, members, _ in units.values() for m in members}
     for step, index in enumerate(schedule):
         node = graph.node[index]
         values = {}
-        for name in runner.reads(node):
-            values[name] = None if name in runner.constants else get(name)
-        outs = runner.run(index, node, values)
+        if step in units:  # the unit's last node: run the whole unit
+            _, members, writes = units[step]
+            nodes = [graph.node[m] for m in members]
+            made = {o for n in nodes for o in n.output}
+            reads = [r for n in nodes for r in runner.reads(n) if r not in made]
+            for name in dict.fromkeys(reads):
+                values[name] = None if name in runner.constants else get(name)
+            outs = runner.run(("unit", index), nodes, values, writes)
+        elif index in in_unit:
+            outs = {}
+        else:
+            for name in runner.reads(node):
+                values[name] = None if name in runner.constants else get(name)
+            outs = runner.run(index, node, values)
         for name, value in outs.items():
             put(name, value)
         if arenas is not None:
@@ -269,7 +329,7 @@ def run_in_arena(model: onnx.ModelProto, table: dict, feeds: dict) -> tuple[str 
         if table.get(mode):
             return None, {"skipped": f"{mode} tables move tensors between steps"}
     runner = NodeRunner(model)
-    info = {"steps": len(table.get("schedule") or model.graph.node),
+    info = {"steps": len(run_order(model, table)),
             "arena": sum(int(a["bytes"]) for a in table.get("arenas", []))}
     try:
         private, every = _execute(model, table, feeds, runner, None)

@@ -630,6 +630,8 @@ def check_table_plan(model, table, res):
                 if new:
                     foldable |= new
                     changed = True
+    dq_out = {o for nd in g.node if nd.op_type == "DequantizeLinear" for o in nd.output if o}
+    q_in = {nd.input[0] for nd in g.node if nd.op_type == "QuantizeLinear" and nd.input}
     expected = {}
     for i in inputs:
         expected[i] = "input"
@@ -643,6 +645,14 @@ def check_table_plan(model, table, res):
         if t is None:
             if kind != "constant":
                 res.bad("coverage", f"{nm}: {kind} tensor missing from the table")
+        elif t.get("kind") == "fused":
+            # A float tensor inside a QDQ node unit (options.qdq = units): never in an arena,
+            # written by a DequantizeLinear or read by a QuantizeLinear.
+            near_qdq = nm in dq_out or nm in q_in
+            if (kind != "intermediate" and kind != "constant") or not near_qdq \
+                    or table.get("options", {}).get("qdq") != "units" or not t.get("node_unit") \
+                    or t.get("arena") is not None or t.get("offset") is not None:
+                res.bad("coverage", f"{nm}: kind 'fused' for a {kind} tensor outside a QDQ unit")
         elif t.get("kind") != kind and not (t.get("kind") == "constant" and nm in foldable
                                             and kind in ("intermediate", "output")):
             res.bad("coverage", f"{nm}: kind {t.get('kind')!r}, expected {kind!r}")

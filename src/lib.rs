@@ -36,4 +36,5 @@ pub mod ranges;
 pub mod schedule;
 pub mod split;
 pub mod symbolic;
+pub mod units;
 pub mod verify;

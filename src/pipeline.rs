@@ -37,6 +37,8 @@ pub struct Options {
     pub work: Option<u64>,
     /// Keep the stored order, or search for one with a lower peak.
     pub schedule: ScheduleChoice,
+    /// Run QDQ patterns as node units (one integer kernel each) or node by node.
+    pub qdq: crate::units::QdqChoice,
     /// Advanced modes: memory tiers, device budget, compute units.
     pub modes: crate::modes::ModeOptions,
     /// Split the operators that set the peak into tiles (a rewrite of the model).
@@ -71,6 +73,7 @@ impl Default for Options {
             time_limit: Duration::from_secs(1),
             work: None,
             schedule: ScheduleChoice::Stored,
+            qdq: crate::units::QdqChoice::Units,
             modes: crate::modes::ModeOptions::default(),
             split: SplitOptions::default(),
             progress: None,
@@ -146,6 +149,7 @@ impl Planned {
             self.timings.total_ms,
         ) + &crate::modes::summary(&self.table)
             + &crate::split::summary(&self.table)
+            + &crate::units::summary(&self.table, &self.model.graph)
     }
 
     /// The summary as one JSON object (`plan --json`, the Python API's `Plan.summary_dict`):
@@ -185,6 +189,13 @@ impl Planned {
                 "arena_after": sp.arena_after,
                 "total_macs": sp.total_macs,
                 "extra_macs": sp.extra_macs,
+            });
+        }
+        if let Some(qdq) = &t.options.qdq {
+            out["qdq"] = serde_json::json!({
+                "mode": qdq,
+                "units": self.model.graph.units.len(),
+                "literal_qdq_nodes": crate::units::literal_qdq_nodes(&self.model.graph),
             });
         }
         if let Some(p) = &t.partition {
@@ -607,22 +618,27 @@ pub(crate) fn plan_proto(
     options: &Options,
     budget: &Budget,
 ) -> Result<Planned> {
-    let (original, model, report) = type_model(path, proto, &options.infer)?;
+    let (original, mut model, report) = type_model(path, proto, &options.infer)?;
+    crate::units::mark(&mut model.graph, options.qdq);
     // Data-dependent counts are planned at their bounds: the model typed there.
     let at_bound = if report.data_dependent.is_empty() {
         None
     } else {
-        Some(type_model(path, original.clone(), &at_bound(&options.infer, &report))?.1)
+        let mut typed = type_model(path, original.clone(), &at_bound(&options.infer, &report))?.1;
+        crate::units::mark(&mut typed.graph, options.qdq);
+        Some(typed)
     };
     let typed = at_bound.as_ref().unwrap_or(&model);
     let graph = &typed.graph;
     let alignment = options.liveness.alignment.max(1);
     let stored = schedule::topological_order(graph).map_err(|e| prefix(path, e))?;
+    let stored = schedule::keep_units_together(graph, &stored)?;
     let bound = |l: &Liveness| plan::max_live_bound(&problem_of(l, alignment));
     let counted =
         crate::ranges::data_dependent::nodes_touching_counts(&model.graph, &report.data_dependent)
             .map_err(|e| prefix(path, e))?;
     let liveness_of = |order: &[usize], flips: bool| {
+        let order = &schedule::keep_units_together(graph, order)?;
         if counted.is_empty() {
             analyse_best(graph, order, options.liveness, &bound, flips)
         } else {
@@ -773,6 +789,7 @@ pub(crate) fn fixed_table(
         input_values: options.infer.input_values.clone(),
         specialised_io: options.infer.binds_shapes(),
         ranges: Default::default(),
+        qdq: crate::units::has_qdq(graph).then(|| options.qdq.name().to_string()),
     };
     Table {
         format: emit::FORMAT.to_string(),

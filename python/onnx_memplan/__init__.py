@@ -147,6 +147,7 @@ def plan(
     input_values: Optional[Mapping[str, Union[int, float, Sequence[Union[int, float]]]]] = None,
     trust_value_info: bool = False,
     schedule: str = "stored",
+    qdq: str = "units",
     planner: str = "auto",
     alignment: int = 64,
     time_limit: float = 1.0,
@@ -182,6 +183,9 @@ def plan(
       (--input-value); the plan then holds only for runs fed those values.
     - trust_value_info: use declared types for operators without a shape rule.
     - schedule: "stored" or "memory" (a memory-aware order with a lower peak).
+    - qdq: "units" (each DequantizeLinear -> operator -> QuantizeLinear pattern runs as one
+      integer kernel whose float tensors take no arena bytes) or "literal" (every node as
+      written) (--qdq).
     - planner: "auto" (best of the portfolio) or one planner by name ("greedy-by-size", ...).
     - alignment: every offset is a multiple of it, in bytes.
     - time_limit: seconds the planning may take at most (a safety stop); work: work units the
@@ -217,6 +221,7 @@ def plan(
         input_values=input_values,
         trust_value_info=trust_value_info,
         schedule=schedule,
+        qdq=qdq,
         planner=planner,
         alignment=alignment,
         time_limit=time_limit,

@@ -63,6 +63,7 @@ PLAN_OPTIONS: Dict[str, Tuple[str, Any, Callable[[Any], List[str]]]] = {
     "input_values": ("--input-value", None, _named("--input-value", _joined(","))),
     "trust_value_info": ("--trust-value-info", False, _switch_on("--trust-value-info")),
     "schedule": ("--schedule", "stored", _value("--schedule")),
+    "qdq": ("--qdq", "units", _value("--qdq")),
     "planner": ("--planner", "auto", _value("--planner")),
     "alignment": ("--alignment", 64, _value("--alignment")),
     "time_limit": ("--time-limit", 1.0, _value("--time-limit")),

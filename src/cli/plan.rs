@@ -43,6 +43,11 @@ pub struct PlanArgs {
     /// Execution order: the model's stored order, or a memory-aware one with a lower peak.
     #[arg(long, value_enum, default_value = "stored")]
     pub schedule: ScheduleChoice,
+    /// How a quantised (QDQ) model runs: `units` plans each DequantizeLinear → operator →
+    /// QuantizeLinear pattern as one integer kernel whose float tensors take no arena bytes;
+    /// `literal` plans every node and tensor as written.
+    #[arg(long, value_enum, default_value = "units")]
+    pub qdq: crate::units::QdqChoice,
     /// Do not let elementwise outputs overwrite dying inputs.
     #[arg(long)]
     pub no_inplace: bool,
@@ -118,6 +123,7 @@ impl PlanArgs {
             time_limit: Duration::from_secs_f64(self.time_limit),
             work: self.work,
             schedule: self.schedule,
+            qdq: self.qdq,
             modes,
             split: SplitOptions {
                 choice: split,

@@ -24,6 +24,13 @@ pub fn tensor_entries(
     offsets: &[Option<u64>],
 ) -> Vec<TensorEntry> {
     let name_of = |t: usize| graph.values[liveness.tensors[t].value].name.clone();
+    // A shared DQ's output names the first unit reading it.
+    let mut unit_of = std::collections::HashMap::new();
+    for (u, unit) in graph.units.iter().enumerate() {
+        for &v in &unit.internal {
+            unit_of.entry(v).or_insert(u);
+        }
+    }
     liveness
         .tensors
         .iter()
@@ -57,6 +64,7 @@ pub fn tensor_entries(
                 scattered_by: graph
                     .scatter_reading(t.value)
                     .map(|s| graph.nodes[s].name.clone()),
+                node_unit: unit_of.get(&t.value).map(|&u| graph.units[u].name.clone()),
                 placement: Default::default(),
                 symbolic: Default::default(),
             }

@@ -607,6 +607,7 @@ pub(crate) mod fixtures {
             alias_offset: None,
             strides: None,
             scattered_by: None,
+            node_unit: None,
             placement: Default::default(),
             symbolic: Default::default(),
         }
@@ -622,6 +623,7 @@ pub(crate) mod fixtures {
                 opsets: BTreeMap::new(),
             },
             options: TableOptions {
+                qdq: None,
                 alignment: 64,
                 inplace: true,
                 alias: true,

@@ -130,6 +130,10 @@ pub struct TableOptions {
     /// upper-bound plan at every symbol's `HI`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ranges: BTreeMap<String, [i64; 2]>,
+    /// For a model with QuantizeLinear or DequantizeLinear nodes, how they run (`--qdq`):
+    /// `units` (each QDQ node unit as one integer kernel) or `literal` (node by node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qdq: Option<String>,
 }
 
 /// One arena.
@@ -478,6 +482,9 @@ pub struct TensorEntry {
     /// (the input itself takes no arena bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scattered_by: Option<String>,
+    /// A `fused` tensor: the QDQ node unit (its operator's name, or `#index`) it lives in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_unit: Option<String>,
     /// Placement extras of the advanced modes (partition units, stored dtype).
     #[serde(flatten)]
     pub placement: UnitPlacement,

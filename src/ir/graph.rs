@@ -182,7 +182,30 @@ pub struct Graph {
     /// [`super::scatter_nodes`]): the runtime writes the input into their outputs, which are
     /// live from the first step, and the input itself takes no arena bytes.
     pub scatters: Vec<NodeId>,
+    /// The QDQ node units the runtime runs as one integer kernel each (main graph only, set
+    /// by the `units` stage; empty when the graph is run literally).
+    pub units: Vec<NodeUnit>,
     index: HashMap<String, ValueId>,
+}
+
+/// A QDQ node unit: DequantizeLinear nodes, one operator and its QuantizeLinear nodes, run
+/// as one integer kernel. Its float tensors (the DQ outputs, the operator's outputs read by
+/// the Qs) live inside the kernel and take no arena bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeUnit {
+    /// The unit's name: the operator node's name (or `#index` when it has none).
+    pub name: String,
+    /// The operator node.
+    pub op: NodeId,
+    /// Every node of the unit: its DQ nodes, the operator, its Q nodes (they run as one
+    /// contiguous span). A DQ whose output several units read is in none of them.
+    pub nodes: Vec<NodeId>,
+    /// The DQ nodes whose output this unit reads along with other units (onnxruntime gives
+    /// each unit its own copy of such a DQ): each runs at a step of its own and materialises
+    /// nothing; its output is internal to every unit reading it.
+    pub shared: Vec<NodeId>,
+    /// The float tensors inside the unit.
+    pub internal: Vec<ValueId>,
 }
 
 impl Graph {

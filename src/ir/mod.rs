@@ -9,7 +9,7 @@ mod types;
 
 pub use constant::{ConstData, Constant};
 pub use dtype::DType;
-pub use graph::{Graph, Node, NodeId, Subgraph, Value, ValueId, ValueKind};
+pub use graph::{Graph, Node, NodeId, NodeUnit, Subgraph, Value, ValueId, ValueKind};
 pub use model::{Model, Opsets};
 pub use scatter::{SCATTER_KEY, scatter_nodes};
 pub use types::{Dim, Shape, TensorType, ValueType, concrete, format_shape, known_shape};

@@ -163,7 +163,7 @@ impl<'g> Analyser<'g> {
         let in_arena = |t: &TensorLife| {
             t.bytes.is_some()
                 && match t.kind {
-                    TensorKind::Constant => false,
+                    TensorKind::Constant | TensorKind::Fused => false,
                     TensorKind::Input => {
                         options.include_io && graph.scatter_reading(t.value).is_none()
                     }
@@ -197,7 +197,18 @@ impl<'g> Analyser<'g> {
             strided: options.strided,
             blockwise: options.blockwise,
         };
+        // A unit's nodes run as one kernel: none of them shares bytes.
+        let mut in_unit = vec![false; graph.nodes.len()];
+        for u in &graph.units {
+            u.nodes
+                .iter()
+                .chain(&u.shared)
+                .for_each(|&n| in_unit[n] = true);
+        }
         for (step, &node_id) in self.order.iter().enumerate() {
+            if in_unit[node_id] {
+                continue;
+            }
             match self.rules[node_id] {
                 ReuseRule::InPlace(candidates) if options.inplace => {
                     grouping.try_inplace(node_id, step, candidates)

@@ -16,6 +16,9 @@ pub enum TensorKind {
     Intermediate,
     /// A weight or the output of a `Constant` node (not in the arena).
     Constant,
+    /// A float tensor inside a QDQ node unit (`graph.units`): the unit's kernel never
+    /// materialises it, so it takes no arena bytes.
+    Fused,
 }
 
 impl TensorKind {
@@ -26,6 +29,7 @@ impl TensorKind {
             TensorKind::Output => "output",
             TensorKind::Intermediate => "intermediate",
             TensorKind::Constant => "constant",
+            TensorKind::Fused => "fused",
         }
     }
 }
@@ -46,11 +50,34 @@ pub struct TensorLife {
 }
 
 /// Kinds, sizes and lifetimes of every value of the graph under the execution `order`.
-/// A tensor whose size depends on an unbound symbol is an input error listing the symbols.
+/// A QDQ node unit runs as one step spanning its nodes' steps: the tensors it writes live
+/// from the span's start, those it reads until its end. A tensor whose size depends on an
+/// unbound symbol is an input error listing the symbols.
 pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
     let mut step_of = vec![usize::MAX; graph.nodes.len()];
     for (step, &node) in order.iter().enumerate() {
         step_of[node] = step;
+    }
+    // The steps a node's unit spans (its own step for a node outside every unit).
+    let mut span: Vec<(usize, usize)> = step_of.iter().map(|&s| (s, s)).collect();
+    let mut fused = vec![false; graph.values.len()];
+    for unit in &graph.units {
+        let steps = unit.nodes.iter().map(|&n| step_of[n]);
+        let whole = (steps.clone().min().unwrap_or(0), steps.max().unwrap_or(0));
+        for &n in &unit.nodes {
+            span[n] = whole;
+        }
+        for &v in &unit.internal {
+            fused[v] = true;
+        }
+    }
+    // A DQ shared by several units materialises nothing: what it reads lives until the last
+    // unit reading its output ends.
+    for unit in &graph.units {
+        let end = unit.nodes.iter().map(|&n| span[n].1).max().unwrap_or(0);
+        for &dq in &unit.shared {
+            span[dq].1 = span[dq].1.max(end);
+        }
     }
     let last_step = order.len().saturating_sub(1);
     let mut unsized_tensors = Vec::new();
@@ -58,18 +85,21 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
     let mut symbols = Vec::new();
     let mut tensors = Vec::with_capacity(graph.values.len());
     for (id, value) in graph.values.iter().enumerate() {
-        let Some(kind) = tensor_kind(graph, id) else {
+        let Some(mut kind) = tensor_kind(graph, id) else {
             continue;
         };
+        if fused[id] {
+            kind = TensorKind::Fused;
+        }
         // A scatter's parts are written by the runtime before the first step.
         let first = match value.producer {
-            Some(p) if !graph.scatters.contains(&p) => step_of[p],
+            Some(p) if !graph.scatters.contains(&p) => span[p].0,
             _ => 0,
         };
         let mut last = value
             .consumers
             .iter()
-            .map(|&c| step_of[c])
+            .map(|&c| span[c].1)
             .max()
             .unwrap_or(first)
             .max(first);
@@ -81,7 +111,7 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
                 Some(b) => Some(b),
                 None if t.dtype.bits().is_none() => None,
                 None => {
-                    if kind != TensorKind::Constant {
+                    if !matches!(kind, TensorKind::Constant | TensorKind::Fused) {
                         let shape = t.shape.as_deref().unwrap_or(&[]);
                         for d in shape {
                             if let crate::ir::Dim::Symbol(s) = d

@@ -1,5 +1,6 @@
 //! Schedule validity and per-tensor facts (kind, dtype, shape, bytes, lifetime, placement).
 
+use super::units::UnitFacts;
 use crate::emit::{Table, TensorEntry};
 use crate::ir::{Graph, NodeId, Value, ValueKind, concrete};
 
@@ -49,21 +50,23 @@ pub fn check_schedule(
 }
 
 /// The lifetime `[first, last]` of a value under the schedule, derived directly from the graph;
-/// the outputs of the `scatters` are written before the first step.
+/// the outputs of the `scatters` are written before the first step, and a node of a QDQ unit
+/// writes at its unit's first step and reads until its last.
 pub fn lifetime(
     graph: &Graph,
     value: &Value,
     steps: &[usize],
-    scatters: &[NodeId],
+    (scatters, units): (&[NodeId], &UnitFacts),
 ) -> (usize, usize) {
     let end = graph.nodes.len().saturating_sub(1);
+    let span = |n: NodeId| units.span.get(&n).copied().unwrap_or((steps[n], steps[n]));
     let first = match value.producer {
-        Some(p) if !scatters.contains(&p) => steps[p],
+        Some(p) if !scatters.contains(&p) => span(p).0,
         _ => 0,
     };
     let mut last = first;
     for &c in &value.consumers {
-        last = last.max(steps[c]);
+        last = last.max(span(c).1);
     }
     if value.is_output {
         last = end;
@@ -71,11 +74,13 @@ pub fn lifetime(
     (first, last)
 }
 
-fn expected_kind(graph: &Graph, value: &Value) -> &'static str {
+fn expected_kind(graph: &Graph, value: &Value, fused: bool) -> &'static str {
     let constant_node = value
         .producer
         .is_some_and(|p| graph.nodes[p].op_type == "Constant" && graph.nodes[p].domain.is_empty());
-    if value.kind == ValueKind::Initializer || constant_node || value.folded {
+    if fused {
+        "fused"
+    } else if value.kind == ValueKind::Initializer || constant_node || value.folded {
         "constant"
     } else if value.is_output {
         "output"
@@ -91,12 +96,19 @@ pub fn check_entry(
     graph: &Graph,
     value: &Value,
     entry: &TensorEntry,
-    (steps, scatters): (&[usize], &[NodeId]),
+    (steps, scatters, units): (&[usize], &[NodeId], &UnitFacts),
     table: &Table,
     problems: &mut Vec<String>,
 ) {
     let name = &entry.name;
-    let kind = expected_kind(graph, value);
+    let unit = graph.value_id(name).and_then(|v| units.internal.get(&v));
+    let kind = expected_kind(graph, value, unit.is_some());
+    if entry.node_unit.as_ref() != unit {
+        problems.push(format!(
+            "tensor '{name}' names QDQ unit {:?}, the model gives {unit:?}",
+            entry.node_unit
+        ));
+    }
     if entry.kind != kind {
         problems.push(format!(
             "tensor '{name}' is listed as {} but is {kind}",
@@ -125,7 +137,7 @@ pub fn check_entry(
             entry.bytes
         ));
     }
-    let (first, last) = lifetime(graph, value, steps, scatters);
+    let (first, last) = lifetime(graph, value, steps, (scatters, units));
     if (entry.first, entry.last) != (first, last) {
         problems.push(format!(
             "tensor '{name}' has lifetime {}:{}, the schedule gives {first}:{last}",
@@ -148,8 +160,8 @@ pub fn check_entry(
     };
     match (entry.arena, entry.offset) {
         (Some(arena), Some(offset)) => {
-            if kind == "constant" {
-                problems.push(format!("constant '{name}' is placed in an arena"));
+            if kind == "constant" || kind == "fused" {
+                problems.push(format!("{kind} tensor '{name}' is placed in an arena"));
             }
             let Some(a) = table.arenas.iter().find(|a| a.id == arena) else {
                 problems.push(format!("tensor '{name}' is in unknown arena {arena}"));

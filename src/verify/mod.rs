@@ -13,6 +13,7 @@ mod overlap;
 mod range;
 mod scatter;
 mod strided;
+mod units;
 
 use std::collections::HashMap;
 
@@ -40,12 +41,13 @@ pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
         }
     }
     let scatters = scatter::check_scatters(graph, table, &steps, &mut problems);
+    let units = units::check_units(graph, table, &steps, &mut problems);
     for entry in &table.tensors {
         let Some(value) = graph.value(&entry.name) else {
             problems.push(format!("tensor '{}' is not in the model", entry.name));
             continue;
         };
-        let facts = (steps.as_slice(), scatters.as_slice());
+        let facts = (steps.as_slice(), scatters.as_slice(), &units);
         lifetimes::check_entry(graph, value, entry, facts, table, &mut problems);
     }
     branches::check_branches(graph, table, &mut problems);

@@ -1,0 +1,257 @@
+//! QDQ models planned as int8 node units (`--qdq units`, the default): each DequantizeLinear →
+//! operator → QuantizeLinear group runs as one integer kernel, so only its integer tensors take
+//! arena bytes; the verifier refuses tables that break the units.
+
+mod common;
+
+use common::{
+    assert_verifies, assert_verify_refuses, float_info, model, node, plan_written, read_table,
+    root, run_cli, with_ints,
+};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto};
+use serde_json::Value;
+
+/// An initializer of ONNX element type `data_type` (2 = uint8, 6 = int32, 1 = float) holding
+/// `raw` little-endian bytes.
+fn init(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(data_type),
+        raw_data: Some(raw.into()),
+        ..Default::default()
+    }
+}
+
+/// x [1,4,8,8] float → Q → [DQ → Conv 3×3 pad 1 (uint8 weight and int32 bias through DQs) → Q]
+/// → c_q [1,8,8,8] uint8 → DQ (read by the Relu and the Add: shared) → [Relu → Q] → r_q →
+/// [DQ → Add(·, shared DQ) → Q] → a_q → DQ → y [1,8,8,8] float. Every activation has scale
+/// `s` and zero point `z`.
+fn qdq_chain() -> ModelProto {
+    let nodes = vec![
+        node("QuantizeLinear", &["x", "s", "z"], &["x_q"]),
+        node("DequantizeLinear", &["x_q", "s", "z"], &["d_x"]),
+        node("DequantizeLinear", &["w_q", "s", "z"], &["d_w"]),
+        node("DequantizeLinear", &["b_q", "s_b"], &["d_b"]),
+        with_ints(
+            node("Conv", &["d_x", "d_w", "d_b"], &["c"]),
+            "pads",
+            &[1, 1, 1, 1],
+        ),
+        node("QuantizeLinear", &["c", "s", "z"], &["c_q"]),
+        node("DequantizeLinear", &["c_q", "s", "z"], &["d_c"]),
+        node("Relu", &["d_c"], &["r"]),
+        node("QuantizeLinear", &["r", "s", "z"], &["r_q"]),
+        node("DequantizeLinear", &["r_q", "s", "z"], &["d_r"]),
+        node("Add", &["d_c", "d_r"], &["a"]),
+        node("QuantizeLinear", &["a", "s", "z"], &["a_q"]),
+        node("DequantizeLinear", &["a_q", "s", "z"], &["y"]),
+    ];
+    let weights: Vec<u8> = (0..8 * 4 * 9).map(|i| (i * 37 % 256) as u8).collect();
+    let bias: Vec<u8> = (0..8i32).flat_map(|i| (i * 5 - 20).to_le_bytes()).collect();
+    model(GraphProto {
+        name: Some("qdq_chain".into()),
+        node: nodes,
+        initializer: vec![
+            init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
+            init("z", &[], 2, vec![128]),
+            init("s_b", &[], 1, 0.0025f32.to_le_bytes().to_vec()),
+            init("w_q", &[8, 4, 3, 3], 2, weights),
+            init("b_q", &[8], 6, bias),
+        ],
+        input: vec![float_info("x", &[1, 4, 8, 8])],
+        output: vec![float_info("y", &[1, 8, 8, 8])],
+        ..Default::default()
+    })
+}
+
+fn entry<'t>(table: &'t Value, name: &str) -> &'t Value {
+    table["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tensor {name}"))
+}
+
+/// Worked by hand. Units: conv = {DQ_x, DQ_w, DQ_b, Conv, Q_c} at steps 1–5, relu = {Relu,
+/// Q_r} at 7–8, add = {DQ_r, Add, Q_a} at 9–11; DQ_c (step 6) is shared by relu and add.
+/// Planned (bytes; a unit reads until its last step, writes from its first; DQ_c's input
+/// lives until add ends):
+///   x 1024 [0,0], x_q 256 [0,5], c_q 512 [1,11], r_q 512 [7,11], a_q 512 [9,12],
+///   y 2048 [12,12].
+/// Live per step: 0: 1280; 1–5: 768; 6: 512; 7–8: 1024; 9–11: 1536; 12: a_q + y = 2560.
+/// The peak 2560 is reachable (y and a_q alone at step 12), so arena = bound = 2560.
+/// Run literally, step 8 holds d_c 2048 [6,10] + r 2048 [7,8] + r_q 512 [8,9] = 4608, the
+/// largest step (Conv's step 4 holds d_x 1024 + d_w 1152 + d_b 64 + c 2048 = 4288 at most).
+#[test]
+fn a_chain_of_units_is_planned_at_its_integer_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table_path) = plan_written(dir.path(), "chain", &qdq_chain(), &[]);
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    assert_eq!(table["options"]["qdq"], "units");
+    assert_eq!(table["arenas"][0]["bytes"], 2560);
+    assert_eq!(table["stats"]["lower_bound_bytes"], 2560);
+    for (name, unit) in [
+        ("d_x", "Conv_c"),
+        ("d_w", "Conv_c"),
+        ("d_b", "Conv_c"),
+        ("c", "Conv_c"),
+        ("d_c", "Relu_r"),
+        ("r", "Relu_r"),
+        ("d_r", "Add_a"),
+        ("a", "Add_a"),
+    ] {
+        let t = entry(&table, name);
+        assert_eq!(t["kind"], "fused", "{name}");
+        assert_eq!(t["node_unit"], unit, "{name}");
+        assert!(t["arena"].is_null() && t["offset"].is_null(), "{name}");
+    }
+    for (name, first, last) in [
+        ("x_q", 0, 5),
+        ("c_q", 1, 11),
+        ("r_q", 7, 11),
+        ("a_q", 9, 12),
+    ] {
+        let t = entry(&table, name);
+        assert_eq!(
+            (t["first"].as_u64(), t["last"].as_u64()),
+            (Some(first), Some(last)),
+            "{name}"
+        );
+        assert_eq!(t["kind"], "intermediate");
+    }
+    assert_verifies(&path, &table_path);
+
+    let literal = dir.path().join("literal.memplan.onnx");
+    let run = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        literal.to_str().unwrap(),
+        "--qdq",
+        "literal",
+        "--json",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(summary["lower_bound_bytes"], 4608);
+    assert_eq!(summary["qdq"]["mode"], "literal");
+    assert_eq!(summary["qdq"]["literal_qdq_nodes"], 10);
+    let table = read_table(&dir.path().join("literal.memplan.json"));
+    assert!(table.tensors.iter().all(|t| t.kind != "fused"));
+    assert_verifies(&path, &dir.path().join("literal.memplan.json"));
+}
+
+/// The summary counts the Q/DQ nodes outside every unit: the input's Q and the output's DQ.
+#[test]
+fn the_summary_counts_the_nodes_run_literally() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chain.onnx");
+    common::write_model(&qdq_chain(), &path);
+    let run = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        dir.path().join("o.onnx").to_str().unwrap(),
+    ]);
+    assert!(run.status.success());
+    let line = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        line.contains("qdq units: 3 node units, 2 Q/DQ nodes run literally"),
+        "{line}"
+    );
+}
+
+/// Tables breaking the units: a fused tensor given bytes, a unit tensor listed as an
+/// ordinary one, a unit split across the schedule.
+#[test]
+fn the_verifier_refuses_tables_that_break_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table_path) = plan_written(dir.path(), "chain", &qdq_chain(), &[]);
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let refuses = |edit: &dyn Fn(&mut Value), needle: &str| {
+        let mut bad = good.clone();
+        edit(&mut bad);
+        let bad_path = dir.path().join("bad.json");
+        std::fs::write(&bad_path, serde_json::to_string(&bad).unwrap()).unwrap();
+        assert_verify_refuses(&path, &bad_path, needle);
+    };
+    let tensor = |t: &mut Value, name: &str| -> usize {
+        t["tensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|e| e["name"] == name)
+            .unwrap()
+    };
+    // The Conv's float output given arena bytes.
+    refuses(
+        &|t| {
+            let i = tensor(t, "c");
+            t["tensors"][i]["arena"] = 0.into();
+            t["tensors"][i]["offset"] = 0.into();
+        },
+        "fused tensor 'c' is placed in an arena",
+    );
+    // The shared DQ's output listed as an ordinary tensor.
+    refuses(
+        &|t| {
+            let i = tensor(t, "d_c");
+            t["tensors"][i]["kind"] = "intermediate".into();
+            t["tensors"][i].as_object_mut().unwrap().remove("node_unit");
+        },
+        "tensor 'd_c' is listed as intermediate but is fused",
+    );
+    // The weight's DQ (node 2) run first, away from its Conv: still a topological order.
+    refuses(
+        &|t| {
+            t["schedule"] = serde_json::json!([2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+        },
+        "the nodes of QDQ unit 'Conv_c' run at steps",
+    );
+    // Run literally, every tensor must be planned: a table claiming `literal` with fused
+    // tensors is refused.
+    refuses(
+        &|t| t["options"]["qdq"] = "literal".into(),
+        "tensor 'c' is listed as fused but is intermediate",
+    );
+}
+
+/// The QDQ MobileNetV2 of models/make_models.py plans within 1% of its QOperator form.
+#[test]
+fn qdq_mobilenet_plans_like_its_qoperator_form() {
+    let (qdq, qop) = (
+        root().join("models/mobilenet_v2_qdq.onnx"),
+        root().join("models/mobilenet_v2_qop.onnx"),
+    );
+    if !qdq.exists() || !qop.exists() {
+        eprintln!(
+            "SKIPPED: models/mobilenet_v2_qdq.onnx or models/mobilenet_v2_qop.onnx is absent (models/make_models.py makes them)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let arena = |model: &std::path::Path, stem: &str| -> u64 {
+        let out = dir.path().join(format!("{stem}.memplan.onnx"));
+        let run = common::plan_to(model, &out, &[]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let table = dir.path().join(format!("{stem}.memplan.json"));
+        assert_verifies(model, &table);
+        read_table(&table).arenas.iter().map(|a| a.bytes).sum()
+    };
+    let (units, qoperator) = (arena(&qdq, "qdq"), arena(&qop, "qop"));
+    assert!(
+        units as f64 <= qoperator as f64 * 1.01,
+        "QDQ arena {units} bytes, QOperator {qoperator}"
+    );
+}
