@@ -7,6 +7,7 @@ Re-run (from the repository root), with a venv kept OUTSIDE the repo:
     /work/venv-torch/bin/pip install torch torchvision transformers onnx onnxruntime
     /work/venv-torch/bin/python models/make_models.py            # writes models/*.onnx
     /work/venv-torch/bin/python models/make_models.py --only bert_tiny --out /tmp/m
+    .ci/venv/bin/python models/make_models.py --quantized   # the quantized ones (no torch)
 
 The committed files were made with:
     Python 3.11.7, torch 2.15.0 (+cu132 wheel, run on CPU), torchvision 0.29.2,
@@ -33,6 +34,9 @@ Models (what each one exercises in the planner):
   vit_tiny.onnx       torchvision VisionTransformer (64x64 images, patch 8, 2 layers, hidden 96),
                       fully static dims, opset 18: LayerNormalization op, Gelu-as-Erf, attention
                       via MatMul/Softmax, class-token Concat, Gather/Slice.
+  bert_tiny_dyn.onnx  bert_tiny.onnx quantized by onnxruntime.quantization.quantize_dynamic (uint8
+                      weights; `--quantized`, onnx + onnxruntime only): DynamicQuantizeLinear,
+                      MatMulInteger, Cast, Mul by the scales, with the float attention in between.
   vit_tiny_batch.onnx the same network and weights exported with a dynamic `batch` (the exporter's
                       Shape/Gather/Concat chains instead of constant shapes), for plans over a
                       range of batch sizes (scripts/make_dynamic_models.py).
@@ -45,9 +49,16 @@ import sys
 import time
 
 import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:  # --quantized builds need only onnx + onnxruntime
+    torch = F = None
+
+    class nn:  # noqa: N801 - lets the torch model classes below be defined (never used)
+        Module = object
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -286,6 +297,50 @@ MODELS = {
 }
 
 
+# --------------------------------------------------------------------------------------------
+# quantized models (onnx + onnxruntime only: `--quantized`)
+# --------------------------------------------------------------------------------------------
+def make_bert_tiny_dyn(out: str) -> dict:
+    """bert_tiny.onnx through onnxruntime.quantization.quantize_dynamic (uint8 weights): each
+    MatMul with a weight becomes DynamicQuantizeLinear + MatMulInteger + Cast + Mul by the scales
+    (+ the bias Add); the attention's activation MatMuls stay float. Returns the float model's
+    path and feeds for the check (outputs compared with the float model's)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    src = os.path.join(HERE, "bert_tiny.onnx")
+    quantize_dynamic(src, out, weight_type=QuantType.QUInt8)
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 1000, (1, 24), dtype=np.int64)
+    mask = np.ones((1, 24), dtype=np.int64)
+    mask[0, 20:] = 0
+    return src, {"input_ids": ids, "attention_mask": mask,
+                 "token_type_ids": np.zeros((1, 24), dtype=np.int64)}
+
+
+QUANTIZED = {
+    "bert_tiny_dyn": make_bert_tiny_dyn,
+}
+
+
+def check_quantized(path: str, reference: str, feeds: dict) -> str:
+    """check_model(full_check), one run in onnxruntime, finite outputs of the float model's
+    shapes; reports the largest difference from the float model (quantization error)."""
+    import onnx
+    import onnxruntime as ort
+    onnx.checker.check_model(path, full_check=True)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    run = [ort.InferenceSession(p, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+           for p in (path, reference)]
+    worst = 0.0
+    for a, r in zip(*run):
+        if a.shape != r.shape or not np.all(np.isfinite(a)):
+            raise RuntimeError(f"{path}: output shape {a.shape} vs {r.shape}, or non-finite")
+        worst = max(worst, float(np.max(np.abs(a - r))))
+    model = onnx.load(path)
+    return (f"{len(model.graph.node)} nodes, {os.path.getsize(path) / 1e6:.2f} MB, "
+            f"max |quantized - float| {worst:.2g}")
+
+
 def check(path: str, module: nn.Module, feeds: dict) -> str:
     import onnx
     import onnxruntime as ort
@@ -317,8 +372,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=HERE, help="output directory (default: models/)")
     ap.add_argument("--only", nargs="*", choices=sorted(MODELS), help="build only these")
+    ap.add_argument("--quantized", action="store_true",
+                    help="build only the quantized models (from the float ones in models/; "
+                         "needs onnx + onnxruntime, not torch)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.quantized:
+        failed = 0
+        for name, make in QUANTIZED.items():
+            path = os.path.join(a.out, name + ".onnx")
+            try:
+                reference, feeds = make(path)
+                print(f"ok   {name}.onnx: {check_quantized(path, reference, feeds)}")
+            except Exception as e:  # keep going, report at the end
+                failed += 1
+                print(f"FAIL {name}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1 if failed else 0
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     failed = 0
     for name in a.only or MODELS:
