@@ -148,3 +148,92 @@ fn extra_output_of_a_constant_is_named() {
     );
     assert!(!stderr(&out).contains("internal"));
 }
+
+/// `-o` and `--table` naming one file: the second write would replace the annotated model
+/// (it used to exit 0 with the model lost). Refused before anything is written.
+#[test]
+fn two_outputs_naming_one_file_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chain.onnx");
+    write_model(&chain_model(), &path);
+    let same = dir.path().join("ok.onnx");
+    let out = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        same.to_str().unwrap(),
+        "--table",
+        same.to_str().unwrap(),
+    ]);
+    assert_input_error(&out, &["ok.onnx", "-o", "--table", "same file"]);
+    assert!(!same.exists());
+    // The same file reached through `..` is the same file.
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let svg = dir.path().join("sub/../ok.svg");
+    let out = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        same.to_str().unwrap(),
+        "--svg",
+        dir.path().join("ok.svg").to_str().unwrap(),
+        "--html",
+        svg.to_str().unwrap(),
+    ]);
+    assert_input_error(&out, &["--svg", "--html", "same file"]);
+    assert!(!same.exists());
+}
+
+/// A dimension of 0 makes empty tensors: `--dim batch=0` used to plan "arena 0 bytes".
+#[test]
+fn a_dimension_of_zero_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = root().join("models/bert_tiny.onnx");
+    let out_path = dir.path().join("b.onnx");
+    for dim in ["batch=0", "sequence=0..8"] {
+        let out = run_cli(&[
+            "plan",
+            path.to_str().unwrap(),
+            "-o",
+            out_path.to_str().unwrap(),
+            "--dim",
+            dim,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{dim}: {}", stderr(&out));
+        assert!(stderr(&out).contains("≥ 1"), "{dim}: {}", stderr(&out));
+        assert!(!out_path.exists());
+    }
+}
+
+/// A `--dim` name the model lacks is a warning listing the model's symbols (bert_tiny declares
+/// `batch` and `sequence`), and the plan is still written.
+#[test]
+fn an_unknown_dim_name_is_a_warning_listing_the_symbols() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = root().join("models/bert_tiny.onnx");
+    let out_path = dir.path().join("b.onnx");
+    let out = run_cli(&[
+        "plan",
+        path.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+        "--dim",
+        "batch=1",
+        "--dim",
+        "sequence=8",
+        "--dim",
+        "nosuch=3",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let warning = err
+        .lines()
+        .find(|l| l.contains("nosuch"))
+        .unwrap_or_else(|| panic!("no warning for nosuch: {err}"));
+    assert!(warning.starts_with("warning:"), "{warning}");
+    assert!(
+        warning.contains("batch") && warning.contains("sequence"),
+        "{warning}"
+    );
+    assert!(out_path.exists());
+}

@@ -1,8 +1,9 @@
 //! Shared command-line options: symbolic dims and input shapes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::infer::InferOptions;
+use crate::onnx::proto::{ModelProto, tensor_shape_proto::dimension, type_proto};
 
 /// `--dim` / `--input-shape` / `--trust-value-info`, shared by every command that infers.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -48,7 +49,51 @@ impl ShapeArgs {
     }
 }
 
-/// `NAME=N` (the range `N..N`) or `NAME=LO..HI` with `0 ≤ LO ≤ HI`.
+impl ShapeArgs {
+    /// A warning for each `--dim` name `model` does not declare, listing the names it does
+    /// (a warning, not an error: scripts pass one set of bindings to many models).
+    pub fn unknown_dim_warnings(&self, model: &ModelProto) -> Vec<String> {
+        let symbols = model_symbols(model);
+        let mut warned = BTreeSet::new();
+        self.dims
+            .iter()
+            .filter(|(name, _)| !symbols.contains(name) && warned.insert(name.clone()))
+            .map(|(name, _)| {
+                let known = if symbols.is_empty() {
+                    "none".to_string()
+                } else {
+                    symbols.iter().cloned().collect::<Vec<_>>().join(", ")
+                };
+                format!("--dim {name}: the model has no dimension '{name}' (its symbols: {known})")
+            })
+            .collect()
+    }
+}
+
+/// The symbolic dimension names the model's inputs, outputs and value infos declare.
+fn model_symbols(model: &ModelProto) -> BTreeSet<String> {
+    let Some(graph) = &model.graph else {
+        return BTreeSet::new();
+    };
+    graph
+        .input
+        .iter()
+        .chain(&graph.output)
+        .chain(&graph.value_info)
+        .filter_map(|info| match info.r#type.as_ref()?.value.as_ref()? {
+            type_proto::Value::TensorType(t) => t.shape.as_ref(),
+            _ => None,
+        })
+        .flat_map(|shape| &shape.dim)
+        .filter_map(|d| match &d.value {
+            Some(dimension::Value::DimParam(p)) if !p.is_empty() => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `NAME=N` (the range `N..N`) or `NAME=LO..HI` with `1 ≤ LO ≤ HI` (a dimension of 0 makes
+/// empty tensors, which no plan is for).
 fn parse_dim(s: &str) -> Result<(String, (i64, i64)), String> {
     let (name, value) = s
         .split_once('=')
@@ -62,8 +107,8 @@ fn parse_dim(s: &str) -> Result<(String, (i64, i64)), String> {
         Some((lo, hi)) => (number(lo)?, number(hi)?),
         None => (number(value)?, number(value)?),
     };
-    if lo < 0 || name.is_empty() {
-        return Err(format!("'{s}': need a name and a size ≥ 0"));
+    if lo < 1 || name.is_empty() {
+        return Err(format!("'{s}': need a name and a size ≥ 1"));
     }
     if hi < lo {
         return Err(format!("'{s}': the range is empty ({hi} < {lo})"));
@@ -101,8 +146,8 @@ fn parse_input_shape(s: &str) -> Result<(String, Vec<i64>), String> {
                 d.trim()
                     .parse::<i64>()
                     .ok()
-                    .filter(|&v| v >= 0)
-                    .ok_or_else(|| format!("'{d}' in '{s}' is not a size"))
+                    .filter(|&v| v >= 1)
+                    .ok_or_else(|| format!("'{d}' in '{s}' is not a size ≥ 1"))
             })
             .collect::<Result<Vec<_>, _>>()?
     };
@@ -124,6 +169,9 @@ mod tests {
         assert!(parse_dim("sequence=1..x").is_err());
         assert!(parse_dim("batch").is_err());
         assert!(parse_dim("batch=-1").is_err());
+        assert!(parse_dim("batch=0").is_err());
+        assert!(parse_dim("sequence=0..8").is_err());
+        assert!(parse_input_shape("x=1x0x3").is_err());
         assert_eq!(
             parse_input_shape("x=1x3x224x224"),
             Ok(("x".into(), vec![1, 3, 224, 224]))

@@ -62,7 +62,8 @@ pub struct PlanArgs {
     /// --budget, auto].
     #[arg(long, value_enum)]
     pub split: Option<SplitChoice>,
-    /// Extra multiply-accumulates the split may add (halo recompute), percent of the model's.
+    /// Extra multiply-accumulates the split may add (halo recompute), in percent of the model's
+    /// total multiply-accumulates.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub split_overhead: f64,
     /// Seconds the split search may take; it stops with the chains split so far (a safety
@@ -183,6 +184,10 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| sibling(&args.model, "memplan.onnx"));
     let table_path = args.table.clone().unwrap_or_else(|| table_beside(&output));
+    let mut named = vec![("-o", &output), ("--table", &table_path)];
+    named.extend(args.modes.svg.iter().map(|p| ("--svg", p)));
+    named.extend(args.modes.html.iter().map(|p| ("--html", p)));
+    refuse_same_outputs(&named)?;
     refuse_overwrite(&args.model, &[&output, &table_path])?;
     let mut options = args.options()?;
     options.progress = super::progress::for_terminal(args.quiet);
@@ -192,6 +197,9 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     let (mut planned, digest) = super::progress::show_while(progress, || {
         plan_model_deferred(&args.model, input.bytes.clone(), &options)
     })?;
+    for line in args.shapes.unknown_dim_warnings(&planned.original) {
+        eprintln!("warning: {line}");
+    }
     for line in &planned.report.disagreements {
         eprintln!("warning: {line}");
     }
@@ -237,6 +245,38 @@ pub fn refuse_overwrite(model: &Path, outputs: &[&Path]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Refuses two output options naming one file (`(flag, path)` pairs, defaults included): the
+/// second write would replace the first.
+pub fn refuse_same_outputs(named: &[(&str, &PathBuf)]) -> Result<()> {
+    let keys: Vec<PathBuf> = named.iter().map(|(_, p)| canonical_target(p)).collect();
+    for (j, key) in keys.iter().enumerate() {
+        if let Some(i) = keys[..j].iter().position(|k| k == key) {
+            bail_input!(
+                "{}: {} and {} name the same file",
+                named[j].1.display(),
+                named[i].0,
+                named[j].0
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The path a file would be written at, whether it exists or not: the folder canonicalised
+/// (links and `..` resolved) joined with the file name.
+fn canonical_target(path: &Path) -> PathBuf {
+    if let Ok(path) = std::fs::canonicalize(path) {
+        return path;
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .unwrap_or(absolute.clone()),
+        _ => absolute,
+    }
 }
 
 /// Stages the files `plan` writes for the model at `model` (whose folder holds its external
