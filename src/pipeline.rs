@@ -619,13 +619,18 @@ pub(crate) fn plan_proto(
     budget: &Budget,
 ) -> Result<Planned> {
     let (original, mut model, report) = type_model(path, proto, &options.infer)?;
-    crate::units::mark(&mut model.graph, options.qdq);
+    // The budget and partition modes place tensors node by node: they run Q/DQ literally.
+    let qdq = match options.modes.budget.is_some() || options.modes.partition.is_some() {
+        true => crate::units::QdqChoice::Literal,
+        false => options.qdq,
+    };
+    crate::units::mark(&mut model.graph, qdq);
     // Data-dependent counts are planned at their bounds: the model typed there.
     let at_bound = if report.data_dependent.is_empty() {
         None
     } else {
         let mut typed = type_model(path, original.clone(), &at_bound(&options.infer, &report))?.1;
-        crate::units::mark(&mut typed.graph, options.qdq);
+        crate::units::mark(&mut typed.graph, qdq);
         Some(typed)
     };
     let typed = at_bound.as_ref().unwrap_or(&model);
@@ -789,7 +794,15 @@ pub(crate) fn fixed_table(
         input_values: options.infer.input_values.clone(),
         specialised_io: options.infer.binds_shapes(),
         ranges: Default::default(),
-        qdq: crate::units::has_qdq(graph).then(|| options.qdq.name().to_string()),
+        // How the Q/DQ nodes ran: as units when any formed (`--qdq units`, outside plans over
+        // ranges), else literally.
+        qdq: crate::units::has_qdq(graph).then(|| {
+            let ran = match graph.units.is_empty() {
+                true => crate::units::QdqChoice::Literal,
+                false => crate::units::QdqChoice::Units,
+            };
+            ran.name().to_string()
+        }),
     };
     Table {
         format: emit::FORMAT.to_string(),

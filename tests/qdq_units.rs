@@ -255,3 +255,30 @@ fn qdq_mobilenet_plans_like_its_qoperator_form() {
         "QDQ arena {units} bytes, QOperator {qoperator}"
     );
 }
+
+/// The chain stored as quantize_static writes it, weight DQs first: the schedule moves them
+/// to their unit. Worked by hand: stored nodes 0 DQ_w, 1 DQ_b, 2 Q_x, 3 DQ_x, 4 Conv, 5 Q_c,
+/// 6 DQ_c, 7 Relu, 8 Q_r, 9 DQ_r, 10 Add, 11 Q_a, 12 DQ_y. Q_x runs first (the conv unit waits
+/// for x_q), then the conv unit in slot order DQ_x, DQ_w, DQ_b, Conv, Q_c, then the rest as
+/// stored. The arena stays 2560 bytes, under the memory-aware order too (step 12 needs
+/// a_q 512 + y 2048 in any order).
+#[test]
+fn weight_dqs_run_with_their_unit() {
+    let mut m = qdq_chain();
+    let g = m.graph.as_mut().unwrap();
+    let (dq_w, dq_b) = (g.node.remove(2), g.node.remove(2));
+    g.node.insert(0, dq_b);
+    g.node.insert(0, dq_w);
+    let dir = tempfile::tempdir().unwrap();
+    for schedule in ["stored", "memory"] {
+        let (path, table_path) = plan_written(dir.path(), schedule, &m, &["--schedule", schedule]);
+        let table = read_table(&table_path);
+        assert_eq!(
+            table.schedule,
+            [2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+            "{schedule}"
+        );
+        assert_eq!(table.arenas[0].bytes, 2560, "{schedule}");
+        assert_verifies(&path, &table_path);
+    }
+}
