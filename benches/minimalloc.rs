@@ -1,16 +1,41 @@
-//! Quality and speed on MiniMalloc's challenging problems: every planner's arena, and the exact
-//! planner against the capacity of 1,048,576 bytes. Prints a markdown table.
+//! Quality and speed on MiniMalloc's challenging problems: every planner's arena, and `solve`'s
+//! defaults (planner `auto`, `--time-limit 10`) against the capacity of 1,048,576 bytes.
+//! Prints a markdown table.
 //!
 //! Data: `$MINIMALLOC_DIR`, else `../shared/benchmarks/minimalloc` next to the crate.
-//! `$MINIMALLOC_TIME_LIMIT` (seconds, default 60) bounds the exact search per problem.
+//! `$MINIMALLOC_TIME_LIMIT` (seconds, default 10 like `solve`) is the time limit per problem.
+//! `$MINIMALLOC_BIN`, when set, is a MiniMalloc binary (built from its own source, not part of
+//! this project) run on each problem in the same run with `--capacity=1048576`; its time is the
+//! solver time it prints ("Elapsed time"), falling back to the process's wall time.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use onnx_memplan::plan::csv::read_csv;
 use onnx_memplan::plan::{HEURISTICS, PlanOptions, PlannerChoice, max_live_bound, solve, verify};
 
 const CAPACITY: u64 = 1_048_576;
+
+/// Runs MiniMalloc on `problem`: whether it succeeded, and its seconds.
+fn minimalloc(bin: &Path, problem: &Path) -> (bool, f64) {
+    let start = Instant::now();
+    let output = std::process::Command::new(bin)
+        .arg(format!("--capacity={CAPACITY}"))
+        .arg(format!("--input={}", problem.display()))
+        .output();
+    let wall = start.elapsed().as_secs_f64();
+    let Ok(output) = output else {
+        return (false, wall);
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let elapsed = stderr.lines().find_map(|l| {
+        l.strip_prefix("Elapsed time ")?
+            .strip_suffix('s')?
+            .parse()
+            .ok()
+    });
+    (output.status.success(), elapsed.unwrap_or(wall))
+}
 
 fn main() {
     let dir = std::env::var_os("MINIMALLOC_DIR").map_or_else(
@@ -25,7 +50,8 @@ fn main() {
     let limit: f64 = std::env::var("MINIMALLOC_TIME_LIMIT")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(60.0);
+        .unwrap_or(10.0);
+    let peer = std::env::var_os("MINIMALLOC_BIN").map(PathBuf::from);
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "csv"))
@@ -34,11 +60,16 @@ fn main() {
 
     let names: Vec<&str> = HEURISTICS.iter().map(|h| h.name()).collect();
     println!(
-        "| problem | buffers | max-live bound | {} | exact peak | exact s | fits? |",
+        "| problem | buffers | max-live bound | {} | solve peak | solve s | fits? | MiniMalloc s |",
         names.join(" | ")
     );
-    println!("|---|---|---|{}---|---|---|", "---|".repeat(names.len()));
+    println!(
+        "|---|---|---|{}---|---|---|---|",
+        "---|".repeat(names.len())
+    );
     let mut total = Duration::ZERO;
+    let mut peer_total = 0.0;
+    let mut peer_fits = 0;
     let mut fits = 0;
     for path in &files {
         let csv = match read_csv(path) {
@@ -65,7 +96,7 @@ fn main() {
             row.push(solution.arena.to_string());
         }
         let options = PlanOptions {
-            planner: PlannerChoice::Exact,
+            planner: PlannerChoice::Auto,
             budget: onnx_memplan::plan::Budget::within(Duration::from_secs_f64(limit)),
             seed: 0,
             capacity: Some(CAPACITY),
@@ -74,17 +105,30 @@ fn main() {
         let solution = solve(problem, &options).expect("valid problem");
         let elapsed = start.elapsed();
         total += elapsed;
-        verify(problem, &solution).expect("exact plan verifies");
+        verify(problem, &solution).expect("the plan verifies");
         let fit = solution.arena <= CAPACITY;
         fits += usize::from(fit);
         row.push(solution.arena.to_string());
         row.push(format!("{:.2}", elapsed.as_secs_f64()));
         row.push(if fit { "yes" } else { "no" }.to_string());
+        row.push(peer.as_ref().map_or("-".to_string(), |bin| {
+            let (ok, seconds) = minimalloc(bin, path);
+            peer_total += seconds;
+            peer_fits += usize::from(ok);
+            format!("{seconds:.2}{}", if ok { "" } else { " (failed)" })
+        }));
         println!("| {} |", row.join(" | "));
     }
     println!(
-        "\n{fits}/{} fit {CAPACITY} bytes; exact search {:.2} s in total",
+        "\n{fits}/{} fit {CAPACITY} bytes at solve's defaults, {:.2} s in total",
         files.len(),
         total.as_secs_f64()
     );
+    if peer.is_some() {
+        println!(
+            "MiniMalloc: {peer_fits}/{} fit, {peer_total:.2} s in total (same run); ratio {:.2}",
+            files.len(),
+            total.as_secs_f64() / peer_total.max(1e-9)
+        );
+    }
 }

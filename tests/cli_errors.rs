@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use onnx_memplan::onnx::proto::{GraphProto, StringStringEntryProto, tensor_proto::DataLocation};
+use onnx_memplan::onnx::proto::{
+    GraphProto, OperatorSetIdProto, StringStringEntryProto, tensor_proto::DataLocation,
+};
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -236,4 +238,64 @@ fn an_unknown_dim_name_is_a_warning_listing_the_symbols() {
         "{warning}"
     );
     assert!(out_path.exists());
+}
+
+#[test]
+fn conformance_without_its_folder_says_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere");
+    let out = run_cli(&["conformance", missing.to_str().unwrap()]);
+    assert_input_error(&out, &["nowhere", "expected.jsonl"]);
+}
+
+#[test]
+fn an_operator_without_a_rule_suggests_the_declared_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = model(GraphProto {
+        node: vec![node("Mystery", &["x"], &["y"])],
+        input: vec![float_info("x", &[1, 8])],
+        output: vec![float_info("y", &[1, 8])],
+        ..Default::default()
+    });
+    m.graph.as_mut().unwrap().node[0].domain = Some("com.example".into());
+    m.opset_import.push(OperatorSetIdProto {
+        domain: Some("com.example".into()),
+        version: Some(1),
+    });
+    let path = dir.path().join("mystery.onnx");
+    write_model(&m, &path);
+    let out = run_cli(&["plan", path.to_str().unwrap()]);
+    assert_input_error(&out, &["no shape rule", "--trust-value-info"]);
+    // And the suggestion works.
+    let out = run_cli(&["plan", path.to_str().unwrap(), "--trust-value-info", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn help_lists_every_exit_code_and_whole_sentences() {
+    let out = run_cli(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for code in ["0  ", "1  ", "2  ", "3  solve", "4  solve"] {
+        assert!(help.contains(code), "exit code '{code}' missing: {help}");
+    }
+    let out = run_cli(&["plan", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let overhead = help
+        .split("--split-overhead")
+        .nth(1)
+        .and_then(|t| t.split("\n      --").next())
+        .unwrap_or_default();
+    let text = overhead.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        !text.contains("model's [default") && text.contains("total multiply-accumulates"),
+        "{text}"
+    );
+}
+
+#[test]
+fn gitignore_covers_python_builds() {
+    let text = std::fs::read_to_string(root().join(".gitignore")).unwrap();
+    for entry in [".venv/", "dist/"] {
+        assert!(text.lines().any(|l| l == entry), "{entry} missing");
+    }
 }

@@ -80,13 +80,25 @@ fn quick_challenging_problems_fit_the_capacity() {
     debug_assertions,
     ignore = "takes minutes unoptimised; run with --release"
 )]
-fn all_challenging_problems_fit_the_capacity() {
+fn all_challenging_problems_fit_the_capacity_with_solves_default_work() {
     let start = Instant::now();
     for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
         let Some(problem) = challenging(name) else {
             return;
         };
-        let solution = solve_to(&problem, PlannerChoice::Auto, CAPACITY, 60);
+        // `solve`'s defaults: planner auto and the work of `--time-limit 10`; no clock, so the
+        // machine's load cannot decide the outcome (the work budget is what ends a search).
+        let options = PlanOptions {
+            planner: PlannerChoice::Auto,
+            budget: onnx_memplan::plan::Budget {
+                work: 10 * onnx_memplan::plan::WORK_PER_SECOND,
+                ..onnx_memplan::plan::Budget::unlimited()
+            },
+            seed: 0,
+            capacity: Some(CAPACITY),
+        };
+        let solution = solve(&problem, &options).expect("valid problem");
+        assert_eq!(verify(&problem, &solution), Ok(()));
         assert!(solution.arena <= CAPACITY, "{name}: {}", solution.arena);
     }
     println!("all fit in {:.1} s", start.elapsed().as_secs_f64());

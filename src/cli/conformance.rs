@@ -71,15 +71,16 @@ pub struct Summary {
     pub undetermined: usize,
 }
 
-/// Runs the harness; returns the exit code (0 ok or skipped, 1 below the floor).
+/// Runs the harness; returns the exit code (0 ok, 1 below the floor). A folder without
+/// `expected.jsonl` is an input error (exit 2) saying where it looked.
 pub fn run(args: &ConformanceArgs) -> Result<i32> {
     let manifest = args.dir.join("expected.jsonl");
     if !manifest.is_file() {
-        println!(
-            "conformance data not found at {}: skipped",
-            args.dir.display()
+        let looked = std::path::absolute(&manifest).unwrap_or(manifest);
+        crate::bail_input!(
+            "conformance data not found: no {} (give the folder of the ONNX node tests' expected.jsonl)",
+            looked.display()
         );
-        return Ok(0);
     }
     let summary = evaluate(&args.dir)?;
     print!("{}", table(&summary));

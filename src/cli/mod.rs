@@ -17,9 +17,17 @@ pub mod shapes;
 pub mod solve;
 pub mod verify;
 
+/// The exit codes, as `--help` lists them.
+const EXIT_CODES: &str = "Exit codes:
+  0  success (verify: the table is valid; conformance: at or above the floor)
+  1  internal error; verify: the table is invalid; conformance: below the floor
+  2  bad input or unsupported model (one line on stderr naming the file, node or tensor)
+  3  solve: the --capacity was not met within the limits
+  4  solve: the --capacity is impossible (below the lower bound)";
+
 /// Static memory planning for ONNX models.
 #[derive(Parser)]
-#[command(name = "onnx-memplan", version, about)]
+#[command(name = "onnx-memplan", version, about, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,7 +48,8 @@ enum Command {
 }
 
 /// Runs the command line `args` (the program name first) and returns the exit code: 0 ok,
-/// 2 bad input or unsupported model (one line on stderr), 1 internal error.
+/// 2 bad input or unsupported model (one line on stderr), 1 internal error or a failed check,
+/// 3 and 4 `solve`'s capacity not met or impossible (see [`EXIT_CODES`]).
 pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,

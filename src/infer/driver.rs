@@ -247,8 +247,19 @@ fn run_rule(ctx: &mut NodeCtx) -> Result<()> {
     if ctx.env.options.trust_value_info {
         return trust_declared(ctx);
     }
+    // The model's declared output types are a way out, when it declares them.
+    let declared = node
+        .outputs
+        .iter()
+        .flatten()
+        .all(|&vid| ctx.graph.values[vid].declared.is_some());
+    let hint = if declared && node.outputs.iter().flatten().next().is_some() {
+        " (the model declares its output types: --trust-value-info uses them)"
+    } else {
+        ""
+    };
     Err(anyhow::Error::new(crate::error::UnsupportedError(format!(
-        "{}: no shape rule for this operator",
+        "{}: no shape rule for this operator{hint}",
         ctx.label_with_domain()
     ))))
 }

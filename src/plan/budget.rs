@@ -11,11 +11,24 @@ use std::time::{Duration, Instant};
 
 use super::progress::Progress;
 
-/// Work units a budget grants per second of time limit. `auto` spends at most about 2.4 times
-/// the budget on one core (each heuristic a quarter, the searches two thirds); on a loaded
-/// 2-core x86 machine (about 10 ns a unit) that is 0.3 to 0.7 of the time limit, so the
-/// deadline fires only on a slower machine or under a heavier load.
+/// Work units a budget grants per second of time limit: one unit stands for about 33 ns of one
+/// core's time on a 2-core x86 machine, in every planner. Each planner counts *ticks* (its own
+/// fine-grained operations) and converts them at its calibrated rate below ([`Meter::spend_ticks`]);
+/// `cargo bench --bench calibrate` prints the nanoseconds a unit costs in each planner, and the
+/// rates make them about equal (ARCHITECTURE.md, "Work units", has the method and numbers).
+/// `auto` gives its search two thirds of the budget, so with a capacity to meet the exact search
+/// runs about two thirds of `--time-limit`.
 pub const WORK_PER_SECOND: u64 = 30_000_000;
+
+/// Ticks of the exact search (100 a node plus 5 a buffer of its part) per work unit.
+pub(crate) const EXACT_TICKS_PER_UNIT: u64 = 8;
+/// Ticks of a greedy placement (20 plus 4 a conflicting buffer) per work unit.
+pub(crate) const GREEDY_TICKS_PER_UNIT: u64 = 8;
+/// Ticks of the genetic search's placements (counted as the greedy ones; a decoding also sorts
+/// and breeds) per work unit.
+pub(crate) const GENETIC_TICKS_PER_UNIT: u64 = 4;
+/// Ticks of the S2 free list (100 a block, 50 a block moved) per work unit.
+pub(crate) const FREE_LIST_TICKS_PER_UNIT: u64 = 16;
 
 /// Clock and cancel checks happen after this many units at most.
 const CHECK_EVERY: u64 = 1 << 16;
@@ -112,6 +125,7 @@ impl Budget {
             cancel: self.cancel.clone(),
             since_check: 0,
             ended: None,
+            ticks: 0,
         }
     }
 
@@ -154,9 +168,19 @@ pub struct Meter {
     cancel: Option<Arc<AtomicBool>>,
     since_check: u64,
     ended: Option<Ending>,
+    ticks: u64,
 }
 
 impl Meter {
+    /// Spends `ticks` at `per_unit` ticks a unit (a planner's calibrated rate); the remainder
+    /// carries over to the next call, so the account is exact whatever the rounding.
+    pub fn spend_ticks(&mut self, ticks: u64, per_unit: u64) -> bool {
+        let total = self.ticks.saturating_add(ticks);
+        let per_unit = per_unit.max(1);
+        self.ticks = total % per_unit;
+        self.spend(total / per_unit)
+    }
+
     /// Spends `units`; false (for good) once the allowance is spent or a safety stop fired.
     pub fn spend(&mut self, units: u64) -> bool {
         if self.ended.is_some() {
@@ -215,6 +239,7 @@ impl Meter {
             cancel: self.cancel.clone(),
             since_check: self.since_check,
             ended: self.ended,
+            ticks: 0,
         }
     }
 
@@ -275,6 +300,25 @@ mod tests {
         flag.store(true, Ordering::Relaxed);
         assert!(!meter.running());
         assert_eq!(meter.ending(), Ending::Cancelled);
+    }
+
+    #[test]
+    fn ticks_convert_to_units_without_losing_the_remainder() {
+        let mut meter = Budget {
+            work: 10,
+            ..Budget::unlimited()
+        }
+        .meter();
+        // 3 + 3 + 3 ticks at 4 a unit: 0 units, then 1 (6 ticks, 2 left over), then 1 more
+        // (5 ticks, 1 left over): 2 units spent, 8 left.
+        assert!(meter.spend_ticks(3, 4) && meter.spend_ticks(3, 4) && meter.spend_ticks(3, 4));
+        assert_eq!(meter.left(), 8);
+        // 1 left over + 31 = 32 ticks = 8 units: exactly the rest; one tick more overdraws.
+        assert!(meter.spend_ticks(31, 4));
+        assert_eq!(meter.left(), 0);
+        assert!(meter.spend_ticks(3, 4), "3 ticks stay below a unit");
+        assert!(!meter.spend_ticks(1, 4));
+        assert_eq!(meter.ending(), Ending::Work);
     }
 
     #[test]

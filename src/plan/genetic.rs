@@ -8,7 +8,7 @@
 //! is at least as large, so it can take that partner's bytes), and re-encode an order as the
 //! order of the addresses its decoding produced.
 
-use super::budget::Meter;
+use super::budget::{GENETIC_TICKS_PER_UNIT, Meter};
 use super::greedy::{Order, sorted};
 use super::place::{Fit, Placer};
 use super::problem::Problem;
@@ -38,7 +38,7 @@ struct Individual {
 /// individuals or generations than configured once the allowance is spent.
 pub(crate) fn s3_genetic(problem: &Problem, goal: &Goal, meter: &mut Meter) -> Option<Vec<u64>> {
     let mut rng = Rng::new(goal.seed);
-    let mut placer = Placer::new(problem);
+    let mut placer = Placer::new(problem).rated(GENETIC_TICKS_PER_UNIT);
     let mut decode = |order: Vec<usize>, meter: &mut Meter| {
         let offsets = placer.place_all(&order, Fit::Lowest, meter)?;
         let arena = super::problem::arena_of(problem, &offsets);

@@ -190,9 +190,11 @@ mod tests {
 
     #[test]
     fn a_spent_allowance_stops_the_placement() {
+        // Placing all three costs 20 + 24 + 28 = 72 ticks, 9 units at 8 ticks a unit: 3 units
+        // stop it part way.
         let p = Problem::of(1, &[(4, 0, 3), (4, 3, 9), (4, 0, 9)]);
         let mut meter = crate::plan::budget::Budget {
-            work: 30,
+            work: 3,
             ..crate::plan::budget::Budget::unlimited()
         }
         .meter();

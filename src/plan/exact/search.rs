@@ -37,7 +37,7 @@ use std::collections::HashSet;
 
 use super::instance::{Instance, NONE};
 use super::strategy::{Branching, Strategy};
-use crate::plan::budget::{Budget, Meter};
+use crate::plan::budget::{Budget, EXACT_TICKS_PER_UNIT, Meter};
 use crate::plan::problem::align_up;
 use crate::plan::rng::mix;
 
@@ -98,9 +98,9 @@ enum Opened {
 /// without splitting, which is only slower.
 const MAX_NESTING: u32 = 200;
 
-/// Work of a search node, besides its buffers.
+/// Ticks of a search node, besides its buffers ([`EXACT_TICKS_PER_UNIT`] make a work unit).
 const NODE_WORK: u64 = 100;
-/// Work per buffer of the part a node examines.
+/// Ticks per buffer of the part a node examines.
 const BUFFER_WORK: u64 = 5;
 
 /// Forgotten failures are only lost pruning, so the memory is simply cleared when full.
@@ -335,10 +335,10 @@ impl<'a> Solver<'a> {
         if self.nodes >= self.node_limit {
             return Err(Stop::Budget);
         }
-        if !self
-            .meter
-            .spend(NODE_WORK + BUFFER_WORK * part.buffers.len() as u64)
-        {
+        if !self.meter.spend_ticks(
+            NODE_WORK + BUFFER_WORK * part.buffers.len() as u64,
+            EXACT_TICKS_PER_UNIT,
+        ) {
             return Err(Stop::Spent);
         }
         let mut unplaced = std::mem::take(&mut self.scratch);

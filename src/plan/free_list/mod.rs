@@ -13,7 +13,7 @@ mod shift_list;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
-use super::budget::Meter;
+use super::budget::{FREE_LIST_TICKS_PER_UNIT, Meter};
 use super::problem::{Problem, align_up};
 use shift_list::ShiftList;
 
@@ -68,7 +68,7 @@ pub(crate) fn s2_free_list(problem: &Problem, meter: &mut Meter) -> Option<Vec<u
         offsets[i] = offset;
         live.insert(offset, i);
         departures.push(Reverse((buffers[i].end, i)));
-        if !meter.spend(work) {
+        if !meter.spend_ticks(work, FREE_LIST_TICKS_PER_UNIT) {
             return None;
         }
     }

@@ -2,7 +2,7 @@
 
 mod index;
 
-use super::budget::Meter;
+use super::budget::{GREEDY_TICKS_PER_UNIT, Meter};
 use super::problem::{Problem, align_up};
 use index::LiveIndex;
 
@@ -21,6 +21,7 @@ pub(crate) struct Placer<'p> {
     index: LiveIndex,
     offsets: Vec<u64>,
     occupied: Vec<(u64, u64)>,
+    ticks_per_unit: u64,
 }
 
 impl<'p> Placer<'p> {
@@ -31,6 +32,16 @@ impl<'p> Placer<'p> {
             index: LiveIndex::new(problem),
             offsets: vec![0; problem.buffers.len()],
             occupied: Vec::new(),
+            ticks_per_unit: GREEDY_TICKS_PER_UNIT,
+        }
+    }
+
+    /// The same placer charging its placements at `ticks_per_unit` (a planner's calibrated
+    /// rate; the greedy planners' by default).
+    pub(crate) fn rated(self, ticks_per_unit: u64) -> Self {
+        Placer {
+            ticks_per_unit,
+            ..self
         }
     }
 
@@ -47,14 +58,15 @@ impl<'p> Placer<'p> {
         self.index.clear();
         self.offsets.fill(0);
         for &i in order {
-            if !meter.spend(self.place(i, fit)) {
+            let ticks = self.place(i, fit);
+            if !meter.spend_ticks(ticks, self.ticks_per_unit) {
                 return None;
             }
         }
         Some(self.offsets.clone())
     }
 
-    /// Places buffer `i` (ignored when void); returns the work it took.
+    /// Places buffer `i` (ignored when void); returns the ticks it took.
     fn place(&mut self, i: usize, fit: Fit) -> u64 {
         let buffer = self.problem.buffers[i];
         if buffer.is_void() {
@@ -72,9 +84,9 @@ impl<'p> Placer<'p> {
     }
 }
 
-/// Work of one placement, besides its conflicts.
+/// Ticks of one placement, besides its conflicts.
 const PLACE_WORK: u64 = 20;
-/// Work per conflicting placed buffer (found, sorted and scanned).
+/// Ticks per conflicting placed buffer (found, sorted and scanned).
 const CONFLICT_WORK: u64 = 4;
 
 /// Picks an offset for `size` bytes among the `occupied` byte ranges (sorted here in place).
