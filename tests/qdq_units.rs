@@ -5,23 +5,11 @@
 mod common;
 
 use common::{
-    assert_verifies, assert_verify_refuses, float_info, model, node, plan_written, read_table,
-    root, run_cli, with_ints,
+    assert_verifies, assert_verify_refuses, float_info, model, node, plan_written, raw_init,
+    read_table, root, run_cli, with_ints,
 };
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use serde_json::Value;
-
-/// An initializer of ONNX element type `data_type` (2 = uint8, 6 = int32, 1 = float) holding
-/// `raw` little-endian bytes.
-fn init(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(data_type),
-        raw_data: Some(raw.into()),
-        ..Default::default()
-    }
-}
 
 /// x [1,4,8,8] float → Q → [DQ → Conv 3×3 pad 1 (uint8 weight and int32 bias through DQs) → Q]
 /// → c_q [1,8,8,8] uint8 → DQ (read by the Relu and the Add: shared) → [Relu → Q] → r_q →
@@ -53,11 +41,11 @@ fn qdq_chain() -> ModelProto {
         name: Some("qdq_chain".into()),
         node: nodes,
         initializer: vec![
-            init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
-            init("z", &[], 2, vec![128]),
-            init("s_b", &[], 1, 0.0025f32.to_le_bytes().to_vec()),
-            init("w_q", &[8, 4, 3, 3], 2, weights),
-            init("b_q", &[8], 6, bias),
+            raw_init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
+            raw_init("z", &[], 2, vec![128]),
+            raw_init("s_b", &[], 1, 0.0025f32.to_le_bytes().to_vec()),
+            raw_init("w_q", &[8, 4, 3, 3], 2, weights),
+            raw_init("b_q", &[8], 6, bias),
         ],
         input: vec![float_info("x", &[1, 4, 8, 8])],
         output: vec![float_info("y", &[1, 8, 8, 8])],

@@ -191,7 +191,7 @@ pub fn int_init(name: &str, dims: &[i64], values: &[i64]) -> TensorProto {
 }
 
 /// An initializer of ONNX element type `data_type` holding `raw` little-endian bytes.
-fn raw_init(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto {
+pub fn raw_init(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto {
     TensorProto {
         name: Some(name.into()),
         dims: dims.to_vec(),
