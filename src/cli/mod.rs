@@ -49,7 +49,7 @@ enum Command {
 
 /// Runs the command line `args` (the program name first) and returns the exit code: 0 ok,
 /// 2 bad input or unsupported model (one line on stderr), 1 internal error or a failed check,
-/// 3 and 4 `solve`'s capacity not met or impossible (see [`EXIT_CODES`]).
+/// 3 and 4 `solve`'s capacity not met or impossible (listed under `--help`).
 pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
