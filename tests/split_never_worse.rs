@@ -103,7 +103,7 @@ fn the_split_search_stops_on_its_allowance_and_says_so() {
 #[test]
 fn the_candidates_estimates_are_charged_to_the_split_allowance() {
     use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
-    use onnx_memplan::split::{SplitOptions, search};
+    use onnx_memplan::split::{SplitOptions, TrialPlan, search};
     use std::cell::Cell;
 
     let mut options = Options {
@@ -111,7 +111,11 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         ..Options::default()
     };
     options.infer.dims.insert("batch".into(), 1);
-    let first = plan_model(&root().join("models/mobilenet_v2.onnx"), &options).unwrap();
+    let planned = plan_model(&root().join("models/mobilenet_v2.onnx"), &options).unwrap();
+    let first = TrialPlan {
+        model: planned.model,
+        table: planned.table,
+    };
     let split = SplitOptions::default();
     // Unlimited: count what is spent until the first trial, which ends the search.
     let spent = Cell::new(0u64);
@@ -120,11 +124,11 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         spent.set(spent.get() + units);
         true
     };
-    let stop_at_trial = |_model| {
+    let stop_at_trial = |_model: onnx_memplan::onnx::proto::ModelProto| {
         before_trial.set(Some(spent.get()));
         Ok(None)
     };
-    let outcome = search(&first, &split, &stop_at_trial, &spend).unwrap();
+    let outcome = search(&planned.original, &first, &split, &stop_at_trial, &spend).unwrap();
     assert!(outcome.info.chains.is_empty());
     let estimates = before_trial
         .get()
@@ -138,11 +142,11 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         left.set(left.get().saturating_sub(units));
         ok
     };
-    let count_trial = |_model| {
+    let count_trial = |_model: onnx_memplan::onnx::proto::ModelProto| {
         trials.set(trials.get() + 1);
         Ok(None)
     };
-    let outcome = search(&first, &split, &count_trial, &limited).unwrap();
+    let outcome = search(&planned.original, &first, &split, &count_trial, &limited).unwrap();
     assert_eq!(trials.get(), 0, "a trial ran after the allowance was spent");
     assert!(outcome.info.chains.is_empty());
     assert_eq!(outcome.info.arena_after, outcome.info.arena_before);

@@ -39,6 +39,16 @@ pub type Spend<'a> = &'a dyn Fn(u64) -> bool;
 pub struct Spent;
 
 use crate::emit::Table;
+use crate::ir::Model;
+
+/// What the split search reads of a plan (its own or one it asked for): the typed model and
+/// its table. The search's caller makes them; the split stage never runs the pass itself.
+pub struct TrialPlan {
+    /// The model as planned, typed.
+    pub model: Model,
+    /// The plan's table (its `schedule` the execution order).
+    pub table: Table,
+}
 
 /// Whether the pass may split operators.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -15,10 +15,9 @@ use super::rows::rewrite::{RowCut, rewrite_rows};
 use super::rows::{self, Blocking};
 use super::target::{grade, target};
 use super::tiling::{Tiling, cut_within};
-use super::{Spend, Spent, SplitOptions};
+use super::{Spend, Spent, SplitOptions, TrialPlan};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitPool, SplitsInfo};
 use crate::onnx::proto::ModelProto;
-use crate::pipeline::Planned;
 use crate::plan::WORK_PER_SECOND;
 
 /// Largest number of tiles along one axis the search tries.
@@ -83,7 +82,7 @@ const NEAR_PEAK: u64 = 1024;
 /// round lowers the score below `score`.
 struct Trial {
     score: Score,
-    current: Option<(ModelProto, Planned)>,
+    current: Option<(ModelProto, TrialPlan)>,
     chains: usize,
     used: u64,
 }
@@ -146,14 +145,15 @@ impl Candidate {
     }
 }
 
-/// Runs the search from `first`, the plan of the input model; `plan` plans a rewritten model
+/// Runs the search from `first`, the plan of the input model `input`; `plan` plans a rewritten model
 /// (nodes in execution order) the same way, or gives `None` when the search's budget is spent,
 /// and `spend` charges the estimates that rank the candidates to the same budget: the search
 /// then ends with the chains accepted so far.
 pub fn search(
-    first: &Planned,
+    input: &ModelProto,
+    first: &TrialPlan,
     options: &SplitOptions,
-    plan: &dyn Fn(ModelProto) -> Result<Option<Planned>>,
+    plan: &dyn Fn(ModelProto) -> Result<Option<TrialPlan>>,
     spend: Spend,
 ) -> Result<Outcome> {
     let source = &first.model.graph;
@@ -173,16 +173,16 @@ pub fn search(
     let total_macs = graph_macs(source);
     let allowance = (total_macs as f64 * options.overhead_pct.max(0.0) / 100.0) as u64;
     let arena_before = arena(first);
-    let score = |p: &Planned| score_of(p, &live_bytes(&p.table), options.budget);
+    let score = |p: &TrialPlan| score_of(p, &live_bytes(&p.table), options.budget);
     let mut used = 0u64;
     let mut chains = Vec::new();
     let mut origin: Vec<Option<usize>> = (0..source.nodes.len()).map(Some).collect();
-    let mut current: Option<(ModelProto, Planned)> = None;
+    let mut current: Option<(ModelProto, TrialPlan)> = None;
     let mut spent = false;
     let mut aim = options.budget.is_none();
     // The state before a reorder and whether the reorder lowered the score, while no split
     // has followed it.
-    let mut reordered: Option<(Option<(ModelProto, Planned)>, bool)> = None;
+    let mut reordered: Option<(Option<(ModelProto, TrialPlan)>, bool)> = None;
     // The patterns of the cuts accepted so far.
     let mut patterns: HashSet<Pattern> = HashSet::new();
     // The state before a cut taken on trial (see [`Trial`]), while no later round has lowered
@@ -210,12 +210,12 @@ pub fn search(
             candidates.retain(|c| c.estimate <= best.1);
         }
         // The best trial that lowers the score, with its score.
-        let mut accepted: Option<(usize, Rewritten, Planned, Score)> = None;
+        let mut accepted: Option<(usize, Rewritten, TrialPlan, Score)> = None;
         // The least worse trial that may be taken on trial (see [`TRIAL_SLACK`]), with its
         // score, measured from the state before the cuts already on trial.
         let base = on_trial.as_ref().map_or(best, |t| t.score);
-        let mut near: Option<(usize, Rewritten, Planned, Score)> = None;
-        let proto = current.as_ref().map_or(&first.original, |c| &c.0);
+        let mut near: Option<(usize, Rewritten, TrialPlan, Score)> = None;
+        let proto = current.as_ref().map_or(input, |c| &c.0);
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
             let rewritten =
@@ -276,7 +276,7 @@ pub fn search(
             if spent {
                 break;
             }
-            let proto = current.as_ref().map_or(&first.original, |c| &c.0);
+            let proto = current.as_ref().map_or(input, |c| &c.0);
             let (model, order) = rows::sink::just_in_time_model(proto, planned);
             let Some(trial) = plan(model.clone())? else {
                 break;
@@ -375,7 +375,7 @@ pub fn search(
     }
     let (over_budget, arena_after) = (last.0, last.1);
     let model = current.map_or_else(
-        || first.original.clone(),
+        || input.clone(),
         |c| in_schedule_order(&c.0, &c.1.table.schedule),
     );
     Ok(Outcome {
@@ -402,7 +402,7 @@ pub fn search(
 /// splits made).
 fn rewrite_cut(
     proto: &ModelProto,
-    planned: &Planned,
+    planned: &TrialPlan,
     candidate: &Candidate,
     (done, origin): (usize, &[Option<usize>]),
     options: &SplitOptions,
@@ -426,7 +426,7 @@ fn rewrite_cut(
 /// (disjoint) cut at once; their labels count on from `done`.
 fn rewrite_layers(
     proto: &ModelProto,
-    planned: &Planned,
+    planned: &TrialPlan,
     blockings: &[&Blocking],
     done: usize,
     options: &SplitOptions,
@@ -486,7 +486,7 @@ fn alike<'c>(
 /// near-equal peaks (repeated layers, whose difference the arena's alignment hides) is
 /// progress though the arena stays, as the next round lowers the next peak.
 /// `live` is the plan's live bytes per step ([`live_bytes`]).
-fn score_of(planned: &Planned, live: &[u64], budget: Option<u64>) -> Score {
+fn score_of(planned: &TrialPlan, live: &[u64], budget: Option<u64>) -> Score {
     let floor = match budget {
         Some(b) => step_operands(&planned.model.graph, &planned.table)
             .into_iter()
@@ -505,7 +505,7 @@ fn score_of(planned: &Planned, live: &[u64], budget: Option<u64>) -> Score {
 }
 
 /// The total arena bytes of a plan.
-pub fn arena(planned: &Planned) -> u64 {
+pub fn arena(planned: &TrialPlan) -> u64 {
     planned.table.arenas.iter().map(|a| a.bytes).sum()
 }
 
@@ -526,7 +526,7 @@ pub(super) fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> Model
 /// budget, if any do; else those where the plan's live bytes per step (`live`) peak. The
 /// estimates are charged to `spend`.
 fn candidates(
-    planned: &Planned,
+    planned: &TrialPlan,
     live: &[u64],
     origin: &[Option<usize>],
     allowance: u64,

@@ -6,13 +6,13 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
+use super::TrialPlan;
 use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
 use super::tiling::cut_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
 use crate::ir::Graph;
-use crate::pipeline::Planned;
 
 /// One grid of a chain, estimated.
 #[derive(Clone, Copy, Debug)]
@@ -92,7 +92,7 @@ pub struct Aim {
 /// search on ranking).
 #[allow(clippy::too_many_arguments)]
 pub fn target(
-    planned: &Planned,
+    planned: &TrialPlan,
     live: &[u64],
     (allowed, progressive): (&dyn Fn(usize) -> bool, bool),
     grids: &[[usize; 2]],

@@ -21,7 +21,7 @@ use super::estimate::UNITS_PER_NODE_VISIT;
 use super::region::Span;
 use super::{Spend, Spent};
 use crate::emit::{SplitChain, SplitNode};
-use crate::pipeline::Planned;
+use crate::split::TrialPlan;
 use chain::{Recompute, RowChain, row_chain};
 use rules::RuleSet;
 
@@ -55,7 +55,7 @@ pub struct Blocking {
 /// built with each rule set of `sets`, recomputing what `recompute` allows. Each chain
 /// built and each estimate is charged to `spend`.
 pub fn candidates(
-    planned: &Planned,
+    planned: &TrialPlan,
     (live, hot): (&[u64], &[usize]),
     allowed: &dyn Fn(usize) -> bool,
     (sets, recompute, spend): (&[RuleSet], Recompute, Spend),

@@ -14,14 +14,14 @@ use std::collections::HashMap;
 use super::estimate::bytes;
 use crate::ir::{Graph, NodeId, ValueId, ValueKind};
 use crate::onnx::proto::ModelProto;
-use crate::pipeline::Planned;
+use crate::split::TrialPlan;
 
 /// `proto` (planned as `planned`) with its nodes in the plan's order run just in time
 /// ([`crate::schedule::just_in_time`]: groups of nodes, one block of an earlier split from its
 /// Slices to its part of the output, also move as one), and that order as the planned graph's
 /// nodes. When a search round finds no split that lowers the peak because the plan runs the
 /// blocks of an earlier split ahead of need there, planning this order takes them back.
-pub fn just_in_time_model(proto: &ModelProto, planned: &Planned) -> (ModelProto, Vec<NodeId>) {
+pub fn just_in_time_model(proto: &ModelProto, planned: &TrialPlan) -> (ModelProto, Vec<NodeId>) {
     let graph = &planned.model.graph;
     let order = crate::schedule::just_in_time(graph, &planned.table.schedule, &|v| {
         run_time_bytes(graph, v)

@@ -1,0 +1,235 @@
+//! The split stage's driver: plans the first (unsplit) model, gives the split search its
+//! trials through [`crate::split::TrialPlan`], and plans the chosen model.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::solve::plan_proto;
+use super::{Options, Planned, ScheduleChoice};
+use crate::emit;
+use crate::liveness::LivenessOptions;
+use crate::onnx::proto::ModelProto;
+use crate::plan::{self, Budget};
+use crate::split::{self, SplitOptions, TrialPlan};
+
+/// Work units a split trial is charged per node of its model, beside its planner's own work:
+/// inference, liveness and the order search of the rewritten model (about 0.3 ms a node on a
+/// loaded 2-core machine, at [`plan::WORK_PER_SECOND`]; 0.15 ms measured unloaded on a
+/// 10,000-node rewrite of CaiT).
+const TRIAL_WORK_PER_NODE: u64 = 9_000;
+
+/// Plans with the split stage: the search plans candidates without the advanced modes; the
+/// chosen model (nodes in execution order, so its stored order is the plan's) is planned
+/// once more with every option. The first (unsplit) plan's planners may spend an eighth of
+/// the budget's work and the final plan's the rest, so the two never spend more than the
+/// budget. Each candidate's planners get the same allowance as the first plan's, charged to
+/// the split search's own allowance (`--split-time`), so the last candidates are planned as
+/// well as the first. The trials' safety stop is the split search's deadline, and the final
+/// plan's is `--time-limit` counted from the end of the search, so no plan's result depends
+/// on the time the search took. Without a mode the result is never larger than the unsplit
+/// plan: the rewrite is dropped when its final plan is not smaller.
+pub(super) fn plan_split(
+    path: &Path,
+    proto: ModelProto,
+    options: &Options,
+    budget: &Budget,
+) -> Result<Planned> {
+    // Split tiles land in their chain's output as strided views (where that lowers the
+    // bound; see `liveness::analyse_best`). Row blocks may write over their input's rows in
+    // the searches that let them (`blockwise`; not under a budget, where each step's operands
+    // must fit rather than the peak), and then in the final plan if one of those wins.
+    let can_overwrite_blocks =
+        options.liveness.alias && options.liveness.inplace && options.modes.budget.is_none();
+    let with_blocks = |blockwise: bool| Options {
+        liveness: LivenessOptions {
+            strided: options.liveness.alias,
+            blockwise,
+            ..options.liveness
+        },
+        ..options.clone()
+    };
+    let options = &with_blocks(false);
+    let trials = [false, true].map(|blockwise| Options {
+        modes: crate::modes::ModeOptions::default(),
+        ..with_blocks(blockwise)
+    });
+    // The split search's own allowance (`--split-time`): each trial is charged its planner's
+    // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
+    // the work is spent or the time is up (the safety stop).
+    let split_budget = Budget {
+        cancel: budget.cancel.clone(),
+        ..Budget::within(options.split.search_time)
+    };
+    // The trials' planners stop on their work; their safety stop is the split search's
+    // deadline, not --time-limit's, which would otherwise stop every trial made after it (the
+    // result would then depend on the machine's load).
+    // Each trial also adds to the pace, the seconds per node the trials took so far: a trial
+    // that would end past the deadline does not start (one cannot be stopped halfway).
+    let trial_work = budget.work / 8;
+    let pace = std::cell::Cell::new((0.0f64, 0u64));
+    let nodes_of = |m: &ModelProto| m.graph.as_ref().map_or(0, |g| g.node.len() as u64);
+    let plan_trial = |model: ModelProto, blockwise: bool| -> Result<Planned> {
+        let (nodes, started) = (nodes_of(&model), Instant::now());
+        let trial_budget = Budget {
+            deadline: split_budget.deadline,
+            ..budget.part_of(trial_work)
+        };
+        let trial = &trials[usize::from(blockwise)];
+        let planned = plan_proto(path, model, trial, &trial_budget)?;
+        let (seconds, counted) = pace.get();
+        pace.set((seconds + started.elapsed().as_secs_f64(), counted + nodes));
+        Ok(planned)
+    };
+    // One meter for the search: trials and the estimates that rank them draw on it.
+    let meter = std::cell::RefCell::new(split_budget.meter());
+    let late = std::cell::Cell::new(false);
+    let spend = |units: u64| meter.borrow_mut().spend(units);
+    let budgeted_trial = |model: ModelProto, blockwise: bool| -> Result<Option<TrialPlan>> {
+        let nodes = nodes_of(&model);
+        if !spend(nodes.saturating_mul(TRIAL_WORK_PER_NODE)) || !meter.borrow_mut().running() {
+            return Ok(None);
+        }
+        let (seconds, counted) = pace.get();
+        let expected = Duration::from_secs_f64(seconds * nodes as f64 / counted.max(1) as f64);
+        if split_budget
+            .deadline
+            .is_some_and(|d| Instant::now() + expected >= d)
+        {
+            late.set(true);
+            return Ok(None);
+        }
+        let planned = plan_trial(model, blockwise)?;
+        spend(planned.work);
+        Ok(Some(TrialPlan {
+            model: planned.model,
+            table: planned.table,
+        }))
+    };
+    let Planned {
+        original,
+        model,
+        table,
+        report,
+        timings,
+        work,
+    } = plan_trial(proto, false)?;
+    let first_trial = TrialPlan { model, table };
+    let first_work = work.min(trial_work);
+    budget.report_phase("splitting");
+    let split_options = SplitOptions {
+        budget: options.modes.budget,
+        scatter_inputs: options.liveness.include_io,
+        ..options.split
+    };
+    // The search is greedy: each of split::SEARCHES searches on the work left by those
+    // before it, and the best rank wins (under a budget the one that fits, then the
+    // smallest arena; the first of equals).
+    let mut outcome: Option<(split::Outcome, bool)> = None;
+    // What the first search saw: row chains, chains read as bands, fine row strips.
+    let mut first_saw: Option<(bool, bool, bool)> = None;
+    for search in split::SEARCHES {
+        let (rows, bands, strips) = first_saw.unwrap_or((true, true, true));
+        // Without blocks written over their input, row chains, bands or fine strips, these
+        // repeat the searches before.
+        let repeats = match search.differs_in {
+            split::Differs::Nothing => false,
+            split::Differs::Rows => !rows,
+            split::Differs::Bands => !bands,
+            split::Differs::Strips => !strips,
+        };
+        if repeats || (search.blockwise && !can_overwrite_blocks) {
+            continue;
+        }
+        let variant = SplitOptions {
+            row_rules: search.row_rules,
+            recompute: search.recompute,
+            blockwise: search
+                .blockwise
+                .then_some(options.liveness.alignment.max(1)),
+            progressive_bands: search.progressive_bands,
+            early_tiles: search.early_tiles,
+            fine_strips: search.fine_strips,
+            ..split_options
+        };
+        let trial = |model: ModelProto| budgeted_trial(model, search.blockwise);
+        let found = split::search(&original, &first_trial, &variant, &trial, &spend)?;
+        let banded = found
+            .info
+            .chains
+            .iter()
+            .any(|c| c.read_as_bands_by.is_some());
+        // Row strips finer than any grid of the search without them.
+        let strips =
+            found.info.chains.iter().any(|c| {
+                c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > split::search::MAX_TILES
+            });
+        first_saw.get_or_insert((found.saw_rows, banded, strips));
+        let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
+        if outcome.as_ref().is_none_or(|o| rank(&found) < rank(&o.0)) {
+            outcome = Some((found, search.blockwise));
+        }
+    }
+    let (outcome, blockwise) = outcome.expect("at least one search");
+    let first = Planned {
+        original,
+        model: first_trial.model,
+        table: first_trial.table,
+        report,
+        timings,
+        work,
+    };
+    let options = &with_blocks(blockwise);
+    let ended = match meter.borrow().ending() {
+        plan::Ending::Complete if late.get() => plan::Ending::Time,
+        ending => ending,
+    };
+    // The final plan's planners get the work left and --time-limit anew as their safety stop.
+    let budget = &Budget {
+        deadline: Instant::now().checked_add(options.time_limit),
+        ..budget.part_of(budget.work - first_work)
+    };
+    let chains = outcome.info.chains.len();
+    // Without a mode the first plan was made with the final options: it is the unsplit
+    // plan, and the split is kept only when its final plan is smaller still.
+    let modes = &options.modes;
+    let unsplit_is_final =
+        modes.tiers.is_empty() && modes.budget.is_none() && modes.partition.is_none();
+    let arena = |p: &Planned| p.table.arenas.iter().map(|a| a.bytes).sum::<u64>();
+    let mut info = outcome.info;
+    let mut planned = if chains == 0 && unsplit_is_final {
+        first
+    } else if chains == 0 {
+        plan_proto(path, first.original, options, budget)?
+    } else {
+        let stored = Options {
+            schedule: ScheduleChoice::Stored,
+            ..options.clone()
+        };
+        let split = plan_proto(path, outcome.model, &stored, budget).map_err(|e| {
+            if crate::error::is_input_error(&e) {
+                crate::input_error!(
+                    "{e:#} (after splitting {chains} chain(s) within --split-overhead {}%)",
+                    options.split.overhead_pct
+                )
+            } else {
+                e
+            }
+        })?;
+        if unsplit_is_final && arena(&first) <= arena(&split) {
+            info.chains.clear();
+            info.extra_macs = 0;
+            first
+        } else {
+            split
+        }
+    };
+    info.arena_after = arena(&planned);
+    planned.table.splits = Some(info);
+    planned.table.stats.searches.push(emit::SearchEnd {
+        planner: "split".into(),
+        ended_by: ended.name().into(),
+    });
+    Ok(planned)
+}
