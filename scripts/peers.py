@@ -263,7 +263,8 @@ def versions(binary):
             out[d] = "not installed"
     try:
         r = subprocess.run([binary, "--version"], capture_output=True, text=True)
-        out["onnx-memplan"] = (r.stdout.strip() or r.stderr.strip()).split("\n")[0]
+        line = (r.stdout.strip() or r.stderr.strip()).split("\n")[0]
+        out["onnx-memplan"] = line.removeprefix("onnx-memplan ").strip()
     except OSError as e:
         out["onnx-memplan"] = f"n/a ({e.strerror})"
     here = os.path.dirname(os.path.abspath(__file__))
