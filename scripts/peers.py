@@ -118,7 +118,6 @@ def measure_executorch(net, work):
 
 def measure_tflite_micro(net, work):
     """TFLite Micro's arena head after one run of the litert-torch conversion."""
-    import numpy as np
     path = os.path.join(work, f"{net}.tflite")
     if not os.path.exists(path):
         import litert_torch
@@ -148,7 +147,6 @@ def missing_kernel(log):
 
 def measure_onnxruntime(net, work):
     """The memory-pattern block onnxruntime asks its CPU arena for at the start of run 2."""
-    import numpy as np
     import onnxruntime as ort
     ort.set_default_logger_severity(0)
     # arena_extend_strategy 1 (kSameAsRequested): an extension is exactly the request, so the
