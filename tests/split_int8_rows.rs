@@ -6,14 +6,16 @@
 //!
 //! Worked by hand for S = 16 and 4 blocks: a row of the MatMulInteger's output needs its own
 //! row of Xq and all of W1; both zero points and the scale product are one value each (read
-//! whole), and Cast, Mul, Add, Relu and the last MatMul keep rows independent. So the chain
-//! making Y along the token axis (1) holds MatMulInteger, Cast, Mul (by the scale), Add, Relu
-//! and MatMul: 6 nodes. The DynamicQuantizeLinear stays outside: its scale and zero point come
-//! from the minimum and maximum of the WHOLE of X (no block can compute them alone), so it runs
-//! once and the blocks read rows of Xq and the whole scale and zero point. Block b computes
-//! rows [4b, 4b+4), so each block's MatMulInteger output is [1,4,32], a quarter of [1,16,32].
-//! Integer products and the same float operations in the same order per element: the
-//! rewritten model must match the original bit for bit in onnxruntime (through `.ci/venv` or
+//! whole), and Cast, Mul, Add, Relu and the last MatMul keep rows independent. A row of Xq
+//! needs its own row of X and the scale and zero point, which come from the minimum and
+//! maximum of the WHOLE of X: they are computed once, before the blocks, and each block
+//! quantizes its rows by them with a QuantizeLinear. So the chain making Y along the token
+//! axis (1) holds DynamicQuantizeLinear, MatMulInteger, Cast, Mul (by the scale), Add, Relu
+//! and MatMul: 7 nodes, and X (a graph input, made before the chain) is read whole once (by
+//! ReduceMin and ReduceMax) and in rows by the blocks. Block b computes rows [4b, 4b+4), so
+//! each block's QuantizeLinear makes [1,4,8] and its MatMulInteger [1,4,32], a quarter of
+//! [1,16,32]. Integer products and the same float operations on the same values: the rewritten
+//! model must match the original bit for bit in onnxruntime (through `.ci/venv` or
 //! `MEMPLAN_PYTHON`; the test says so and skips that part when neither has onnxruntime).
 
 mod common;
@@ -21,7 +23,7 @@ mod common;
 use std::process::Command;
 
 use common::{float_info, float_init, model, node, with_int, write_model};
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto, ValueInfoProto, type_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Recompute, row_chain};
@@ -89,9 +91,17 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
         .collect();
     assert_eq!(
         ops,
-        ["MatMulInteger", "Cast", "Mul", "Add", "Relu", "MatMul"]
+        [
+            "DynamicQuantizeLinear",
+            "MatMulInteger",
+            "Cast",
+            "Mul",
+            "Add",
+            "Relu",
+            "MatMul"
+        ]
     );
-    assert_eq!(chain.axes, [1; 6]);
+    assert_eq!(chain.axes, [1; 7]);
     assert_eq!(chain.rows, 16);
 
     let blocks = Span::parts(16, 4);
@@ -104,7 +114,8 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
     let split = dir.path().join("ffn.split.onnx");
     write_model(&rewritten.model, &split);
-    // Four MatMulIntegers, each making [1,4,32] (worked above); one DynamicQuantizeLinear.
+    // Four QuantizeLinears making [1,4,8] and four MatMulIntegers making [1,4,32] (worked
+    // above); the scale and zero point from one ReduceMin and one ReduceMax.
     let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
     let count = |op: &str| {
         blocked
@@ -114,17 +125,17 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
             .filter(|n| n.op_type == op)
             .count()
     };
-    let made: Vec<Vec<i64>> = blocked
-        .graph
-        .nodes
-        .iter()
-        .filter(|n| n.op_type == "MatMulInteger")
-        .map(|n| {
-            onnx_memplan::split::rules::shape_of(&blocked.graph, n.outputs[0].unwrap()).unwrap()
-        })
-        .collect();
-    assert_eq!(made, vec![vec![1, 4, 32]; 4]);
-    assert_eq!(count("DynamicQuantizeLinear"), 1);
+    let made = |op: &str| -> Vec<Vec<i64>> {
+        let graph = &blocked.graph;
+        let made_by = graph.nodes.iter().filter(|n| n.op_type == op);
+        made_by
+            .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
+            .collect()
+    };
+    assert_eq!(made("QuantizeLinear"), vec![vec![1, 4, 8]; 4]);
+    assert_eq!(made("MatMulInteger"), vec![vec![1, 4, 32]; 4]);
+    assert_eq!(count("DynamicQuantizeLinear"), 0);
+    assert_eq!((count("ReduceMin"), count("ReduceMax")), (1, 1));
 
     // The rewritten model plans and verifies, and matches the original bit for bit.
     let plan = common::run_cli(&[
@@ -138,12 +149,98 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
         "{}",
         String::from_utf8_lossy(&plan.stderr)
     );
-    assert_bit_identical(&original, &split);
+    assert_bit_identical(&original, &split, &["normal"]);
 }
 
-/// Runs both models in onnxruntime (all graph optimizations off) on the same normal random
-/// input and asserts every output is bit-identical.
-fn assert_bit_identical(original: &std::path::Path, rewritten: &std::path::Path) {
+/// A tensor value info of ONNX element type `elem`.
+fn typed_info(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
+    let mut info = float_info(name, dims);
+    if let Some(type_proto::Value::TensorType(t)) =
+        info.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(elem);
+    }
+    info
+}
+
+/// X[1,16,8] → DynamicQuantizeLinear → (Xq, Xs, Xz); Xq → Cast int32 → C; outputs C, Xs, Xz.
+fn quantize_only() -> ModelProto {
+    model(GraphProto {
+        name: Some("quantize_only".into()),
+        node: vec![
+            node("DynamicQuantizeLinear", &["x"], &["xq", "xs", "xz"]),
+            with_int(node("Cast", &["xq"], &["c"]), "to", 6),
+        ],
+        input: vec![float_info("x", &[1, 16, 8])],
+        output: vec![
+            typed_info("c", 6, &[1, 16, 8]),
+            float_info("xs", &[]),
+            typed_info("xz", 2, &[]),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
+    // The chain making C along axis 1 is the DynamicQuantizeLinear and the Cast (Cast of
+    // uint8 to int32 is one to one, so C shows every byte of Xq). In 4 blocks, the scale and
+    // zero point (graph outputs, read outside the chain) and every block's quantized rows must
+    // be onnxruntime's own, bit for bit, on inputs chosen to break a wrong formula:
+    // all-positive (lo = 0, zero point 0), all-negative (hi = 0, zero point 255), all zeros
+    // (onnxruntime's scale 1 where the formula divides by zero), a constant, values halfway
+    // between quantization steps with the zero point itself halfway (lo = -2.5, hi = 252.5:
+    // scale exactly 1, zero point round_half_even(2.5) = 2, and -3.5..251.5: 4), denormals,
+    // and magnitudes whose range overflows to an infinite scale.
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("q.onnx");
+    write_model(&quantize_only(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let rules = (17, RuleSet::Plain, Recompute::Cheap);
+    let chain = row_chain(graph, &order, [0, 1], 1, rules, &|_| true).expect("a row chain");
+    assert_eq!(chain.nodes, [0, 1]);
+    let blocks = Span::parts(16, 4);
+    let cut = RowCut {
+        chain: &chain,
+        blocks: &blocks,
+        label: "split1".to_string(),
+        blockwise: None,
+    };
+    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let split = dir.path().join("q.split.onnx");
+    write_model(&rewritten.model, &split);
+    let ops: Vec<&str> = rewritten
+        .model
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| n.op_type())
+        .collect();
+    assert_eq!(ops.iter().filter(|&&o| o == "QuantizeLinear").count(), 4);
+    assert!(!ops.contains(&"DynamicQuantizeLinear"));
+    let inputs = [
+        "normal",
+        "positive",
+        "negative",
+        "zeros",
+        "constant",
+        "ties_even",
+        "ties_odd",
+        "denormal",
+        "one_negative",
+        "huge",
+    ];
+    assert_bit_identical(&original, &split, &inputs);
+}
+
+/// Runs both models in onnxruntime (all graph optimizations off) on the same input `x` of
+/// each kind of `inputs` (see the script) and asserts every output is bit-identical (same
+/// dtype, shape and bytes).
+fn assert_bit_identical(original: &std::path::Path, rewritten: &std::path::Path, inputs: &[&str]) {
     let Some(python) = common::ort_python() else {
         eprintln!(
             "SKIPPED onnxruntime comparison: no Python with onnxruntime (run scripts/ort_check.sh \
@@ -157,16 +254,47 @@ so = ort.SessionOptions()
 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
 a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
 b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
-x = np.random.default_rng(0).standard_normal(a.get_inputs()[0].shape).astype(np.float32)
-ya, yb = a.run(None, {"x": x}), b.run(None, {"x": x})
-same = all(np.array_equal(p, q) for p, q in zip(ya, yb))
-print(f"bit-identical {same}, max abs diff {max(float(np.abs(p - q).max()) for p, q in zip(ya, yb))}")
-sys.exit(0 if same else 1)
+shape = a.get_inputs()[0].shape
+n = int(np.prod(shape))
+normal = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+def halves(lo):
+    # lo, lo + 2, ... every value halfway between two steps of scale 1; the last moved to
+    # lo + 255 so that the range is exactly 255.
+    x = (np.arange(n, dtype=np.float32) * 2 + np.float32(lo)).reshape(shape)
+    x.flat[-1] = lo + 255
+    return x
+def one_negative():
+    x = np.zeros(shape, np.float32)
+    x.flat[0] = -1
+    return x
+kinds = {
+    "normal": lambda: normal,
+    "positive": lambda: np.abs(normal) + np.float32(0.1),
+    "negative": lambda: -np.abs(normal) - np.float32(0.1),
+    "zeros": lambda: np.zeros(shape, np.float32),
+    "constant": lambda: np.full(shape, 3, np.float32),
+    "ties_even": lambda: halves(-2.5),
+    "ties_odd": lambda: halves(-3.5),
+    "denormal": lambda: normal * np.float32(1e-40),
+    "one_negative": one_negative,
+    "huge": lambda: np.clip(normal, -1, 1) * np.float32(3e38),
+}
+bad = []
+for kind in sys.argv[3:]:
+    x = kinds[kind]()
+    ya, yb = a.run(None, {"x": x}), b.run(None, {"x": x})
+    same = all(p.dtype == q.dtype and p.shape == q.shape and p.tobytes() == q.tobytes() for p, q in zip(ya, yb))
+    diff = max(float(np.abs(p.astype(np.float64) - q.astype(np.float64)).max()) for p, q in zip(ya, yb))
+    print(f"{kind}: bit-identical {same}, max abs diff {diff}")
+    if not same:
+        bad.append(kind)
+sys.exit(1 if bad else 0)
 "#;
     let run = Command::new(python)
         .args(["-c", script])
         .arg(original)
         .arg(rewritten)
+        .args(inputs)
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&run.stdout);

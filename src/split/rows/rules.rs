@@ -16,6 +16,19 @@ pub enum RowRead {
     Whole,
     /// Rows `[s, e)` along this axis of the input.
     Rows(usize),
+    /// Rows `[s, e)` along this axis of an input that must also exist whole, so it is made
+    /// before the chain (a DynamicQuantizeLinear's, whose scale comes from all of it).
+    RowsOfWhole(usize),
+}
+
+impl RowRead {
+    /// The axis a block reads rows along, if it reads rows.
+    pub fn rows(self) -> Option<usize> {
+        match self {
+            RowRead::Rows(a) | RowRead::RowsOfWhole(a) => Some(a),
+            RowRead::Absent | RowRead::Whole => None,
+        }
+    }
 }
 
 /// What a row-blocked node needs besides sliced inputs.
@@ -26,6 +39,10 @@ pub enum Fixup {
     /// A Reshape, Expand or ConstantOfShape: its shape input (at this index) becomes the
     /// block's output shape.
     ShapeTarget(usize),
+    /// A DynamicQuantizeLinear: its scale and zero point (outputs 1 and 2) are computed once
+    /// from the whole input ([`super::quantize`]), and each block quantizes its rows with a
+    /// QuantizeLinear by them. Its other outputs may be read outside the chain.
+    WholeScale,
 }
 
 /// The rule of one node for one output axis.
@@ -71,8 +88,11 @@ pub fn row_rule(
 ) -> Option<RowRule> {
     let extended = set == RuleSet::Extended;
     let out = node.outputs.first().copied().flatten()?;
-    let split = node.op_type == "Split" && node.domain.is_empty();
-    if (!split && node.outputs.iter().skip(1).any(Option::is_some)) || !node.subgraphs.is_empty() {
+    // A Split's parts are all blocked; a DynamicQuantizeLinear's scale and zero point are not.
+    let several = node.domain.is_empty()
+        && matches!(node.op_type.as_str(), "Split" | "DynamicQuantizeLinear");
+    if (!several && node.outputs.iter().skip(1).any(Option::is_some)) || !node.subgraphs.is_empty()
+    {
         return None;
     }
     let out_shape = shape_of(graph, out)?;
@@ -147,6 +167,10 @@ pub fn row_rule(
             rule.reads.truncate(node.inputs.len());
             Some(rule)
         }
+        ("", "DynamicQuantizeLinear") => Some(RowRule {
+            reads: vec![RowRead::RowsOfWhole(axis)],
+            fixup: Fixup::WholeScale,
+        }),
         ("com.microsoft", "FusedMatMul") => {
             // alpha · op(A) · op(B): with A neither transposed nor batch-transposed and B's
             // batch axes in place, output rows and batches come from A's (and B's batch
