@@ -305,3 +305,98 @@ sys.exit(1 if bad else 0)
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// The quantized feed-forward block of [`quantized_ffn`] at 256 tokens, 64 wide, with a hidden
+/// layer of 256 (weights a fixed pattern).
+fn wide_ffn() -> ModelProto {
+    let (d, f) = (64, 256);
+    let w1: Vec<u8> = (0..d * f).map(|i| ((i * 37 + 11) % 256) as u8).collect();
+    let w2: Vec<f32> = (0..f * d)
+        .map(|i| ((i as f32) * 0.37).sin() * 0.05)
+        .collect();
+    let bias: Vec<f32> = (0..f).map(|i| ((i as f32) * 0.7).cos()).collect();
+    let mut m = quantized_ffn(256);
+    let g = m.graph.as_mut().unwrap();
+    g.input = vec![float_info("x", &[1, 256, d])];
+    g.output = vec![float_info("y", &[1, 256, d])];
+    g.initializer = vec![
+        u8_init("w1", &[d, f], &w1),
+        u8_init("w1z", &[], &[131]),
+        float_init("w1s", &[], &[0.0123]),
+        float_init("b1", &[f], &bias),
+        float_init("w2", &[f, d], &w2),
+    ];
+    m
+}
+
+#[test]
+fn split_auto_blocks_through_the_dynamic_quantize_linear() {
+    // Worked by hand, unsplit under --schedule memory: X (65,536 B) dies at the
+    // DynamicQuantizeLinear; Cast, Mul, Add and Relu overwrite the MatMulInteger's int32 output
+    // (262,144 B) in place, so the peak is at the last MatMul: its input (262,144 B) and Y
+    // (65,536 B), 327,680 B. Split, the whole chain from the DynamicQuantizeLinear to Y runs in
+    // blocks of rows and the arena must at least halve (the 2×), the plan verify, the
+    // model match the original bit for bit in onnxruntime and run inside its arena.
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("wide.onnx");
+    write_model(&wide_ffn(), &original);
+    let out = dir.path().join("wide.split.onnx");
+    let run = common::plan_to(
+        &original,
+        &out,
+        &["--schedule", "memory", "--split", "auto"],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table_path = dir.path().join("wide.split.memplan.json");
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let splits = &table["splits"];
+    assert_eq!(splits["arena_before"], 327_680);
+    let after = splits["arena_after"].as_u64().unwrap();
+    assert!(after * 2 <= 327_680, "arena after the split: {after}");
+    let ops: Vec<&str> = splits["chains"][0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["op_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "DynamicQuantizeLinear",
+            "MatMulInteger",
+            "Cast",
+            "Mul",
+            "Add",
+            "Relu",
+            "MatMul"
+        ]
+    );
+    common::assert_verifies(&out, &table_path);
+    assert_bit_identical(
+        &original,
+        &out,
+        &["normal", "positive", "negative", "zeros"],
+    );
+    let Some(python) = common::ort_python() else {
+        eprintln!("SKIPPED arena run: no Python with onnxruntime");
+        return;
+    };
+    let arena = Command::new(python)
+        .arg(common::root().join("scripts/arena_run.py"))
+        .args(["--model", out.to_str().unwrap()])
+        .args(["--table", table_path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&arena.stdout);
+    eprintln!("arena run: {said}");
+    assert!(
+        arena.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&arena.stderr)
+    );
+}
