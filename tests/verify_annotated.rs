@@ -76,10 +76,12 @@ fn the_annotated_model_of_a_reordered_plan_verifies_and_a_tampered_one_does_not(
     // One weight changed.
     tampered(&annotated, &bad, |m| {
         let mut init = m.graph.as_mut().unwrap().initializer.iter_mut();
-        let weight = init.find(|t| !t.raw_data.is_empty()).unwrap();
-        let mut raw = weight.raw_data.to_vec();
+        let weight = init
+            .find(|t| t.raw_data.as_ref().is_some_and(|r| !r.is_empty()))
+            .unwrap();
+        let mut raw = weight.raw_data.as_ref().unwrap().to_vec();
         raw[0] ^= 0x40;
-        weight.raw_data = raw.into();
+        weight.raw_data = Some(raw.into());
     });
     refused(&bad, "a weight");
     // One node changed (a Relu became a Sigmoid: same shapes, so only the digest catches it).
