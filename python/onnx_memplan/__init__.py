@@ -17,7 +17,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._options import plan_flags
+from ._options import plan_flags, python_terms
 
 __all__ = ["plan", "verify", "shapes", "Plan", "InputError", "__version__"]
 
@@ -30,6 +30,15 @@ except Exception:  # pragma: no cover - running from a source tree without metad
 
 InputError = _native.InputError
 InputError.__module__ = __name__
+
+
+def _call(function: Any, *args: Any) -> Any:
+    """Calls the binding; an InputError's message is put in plan()'s terms (keywords instead
+    of command-line flags)."""
+    try:
+        return function(*args)
+    except InputError as e:
+        raise InputError(python_terms(str(e))) from None
 
 ModelLike = Any  # onnx.ModelProto | bytes | str | os.PathLike
 """A model: an `onnx.ModelProto`, its serialized bytes, or a path to a `.onnx` file."""
@@ -115,7 +124,7 @@ class Plan:
     def save(self, path: Union[str, "os.PathLike[str]"], table: Union[str, "os.PathLike[str]", None] = None) -> Tuple[str, str]:
         """Writes the annotated model at `path` and the table (default: `<stem>.memplan.json`
         beside it) as `onnx-memplan plan -o path` does; returns both paths."""
-        out, tab = self._native.save(os.fspath(path), None if table is None else os.fspath(table))
+        out, tab = _call(self._native.save, os.fspath(path), None if table is None else os.fspath(table))
         self._table = None  # a split plan's table now names the written model
         return os.fspath(out), os.fspath(tab)
 
@@ -127,6 +136,13 @@ class Plan:
     def html(self, colour_by: str = "kind") -> str:
         """The HTML report: the summary, the diagram and the tables."""
         return str(self._native.html(colour_by))
+
+    def header(self, all: bool = False) -> str:
+        """The C header of the plan (what `onnx-memplan plan --header` writes): arena sizes,
+        the alignment, the model's SHA-256 and the offsets of the graph inputs and outputs, or
+        with `all=True` of every placed tensor; macros are prefixed after the model's stem
+        (`MODEL` for a model in memory)."""
+        return str(self._native.header(all))
 
     def _repr_html_(self) -> str:
         return self.html()
@@ -164,6 +180,8 @@ def plan(
     tiers: Optional[Sequence[Union[str, Sequence[Any]]]] = None,
     segment: Optional[int] = None,
     partition: Union[Mapping[str, Any], str, "os.PathLike[str]", None] = None,
+    header: Union[str, "os.PathLike[str]", None] = None,
+    header_all: bool = False,
     base_dir: Union[str, "os.PathLike[str]", None] = None,
 ) -> Plan:
     """Plans a model's memory: every intermediate tensor at a fixed offset in one arena.
@@ -207,10 +225,13 @@ def plan(
       search_time).
     - partition: compute units and node assignments, a dict in the format of the --partition
       file, or that file's path.
+    - header: a path: writes the plan's C header there once the plan verified (--header;
+      docs/format.md, "C header"); header_all: list every placed tensor in it, not only the
+      graph inputs and outputs (--header-all). Plan.header() gives the same text.
     - base_dir: the folder of a ModelProto's or bytes' external-data files.
 
-    Raises InputError (a ValueError) carrying the command line's one-line message for a bad
-    model or option, RuntimeError for an internal error. The GIL is released while planning.
+    Raises InputError (a ValueError) carrying a one-line message for a bad model or option
+    (the command line's, naming keywords instead of flags and a model in memory `<model>`), RuntimeError for an internal error. The GIL is released while planning.
     Ctrl-C stops the planner, tier and budget searches at their next check and raises
     KeyboardInterrupt.
     """
@@ -238,10 +259,12 @@ def plan(
         tiers=tiers,
         segment=segment,
         partition=partition,
+        header=header,
+        header_all=header_all,
     )
     path, data, base = _source(model, base_dir)
     partition_json = json.dumps(dict(partition)) if isinstance(partition, Mapping) else None
-    native = _native.plan(path, data, base, plan_flags(options), partition_json)
+    native = _call(_native.plan, path, data, base, plan_flags(options), partition_json)
     return Plan(native)
 
 
@@ -255,7 +278,7 @@ def verify(model: ModelLike, table: Union[Mapping[str, Any], str, "os.PathLike[s
     else:
         with open(os.fspath(table), encoding="utf-8") as f:
             text = f.read()
-    return list(_native.verify(path, data, base, text))
+    return list(_call(_native.verify, path, data, base, text))
 
 
 def shapes(
@@ -274,4 +297,4 @@ def shapes(
     flags = plan_flags(
         dict(dims=dims, input_shapes=input_shapes, input_values=input_values, trust_value_info=trust_value_info)
     )
-    return _model_out(_native.shapes(path, data, base, flags))
+    return _model_out(_call(_native.shapes, path, data, base, flags))

@@ -80,6 +80,9 @@ PLAN_OPTIONS: Dict[str, Tuple[str, Any, Callable[[Any], List[str]]]] = {
     "tiers": ("--tier", None, _repeated("--tier", _joined(":"))),
     "segment": ("--segment", None, _value("--segment")),
     "partition": ("--partition", None, _partition),
+    # a path: the C header, written once the plan verified
+    "header": ("--header", None, lambda v: [f"--header={os.fspath(v)}"]),
+    "header_all": ("--header-all", False, _switch_on("--header-all")),
 }
 
 #: Flags about files and printing, which a Plan's methods do instead.
@@ -104,3 +107,68 @@ def plan_flags(options: Dict[str, Any]) -> List[str]:
         _, _, to_flags = PLAN_OPTIONS[keyword]
         flags += to_flags(value)
     return flags
+
+
+#: The keywords whose flag is repeated, one per name of a mapping (dims={"batch": 1}).
+_NAMED = ("dims", "at", "input_shapes", "input_values")
+
+
+def _keyword_term(flag: str) -> str:
+    """The keyword a flag stands for, as a Python caller writes it: --time-limit -> time_limit,
+    --no-inplace -> inplace=False, --trust-value-info -> trust_value_info=True."""
+    for keyword, (kflag, default, _) in PLAN_OPTIONS.items():
+        if kflag == flag:
+            if default is True:
+                return f"{keyword}=False"
+            if default is False:
+                return f"{keyword}=True"
+            return keyword
+    return flag
+
+
+def _named_value(keyword: str, value: str) -> str:
+    """A repeated flag's NAME=VALUE word as the mapping entry it came from."""
+    name, _, word = value.partition("=")
+    if keyword == "dims" and ".." in word:
+        word = "(" + ", ".join(word.split("..", 1)) + ")"
+    elif keyword == "input_shapes" and word not in ("", "N"):
+        word = "(" + ", ".join(word.split("x")) + ")"
+    elif keyword == "input_values" and "," in word:
+        word = "[" + word + "]"
+    return f"{{{name!r}: {word}}}"
+
+
+def python_terms(message: str) -> str:
+    """An `onnx-memplan plan` error message in plan()'s terms: each flag named as its keyword
+    (`bind them with --dim batch=N` -> `bind them with dims={'batch': N}`), a list of possible
+    values as Python strings."""
+    import re
+
+    flag_to_keyword = {flag: keyword for keyword, (flag, _, _) in PLAN_OPTIONS.items()}
+
+    def clap_arg(m: "re.Match[str]") -> str:  # '--schedule <SCHEDULE>' -> schedule
+        return _keyword_term(m.group(1))
+
+    message = re.sub(r"'(--[a-z][a-z-]*)(?: <[^>]*>)?'", clap_arg, message)
+
+    def possible(m: "re.Match[str]") -> str:
+        values = ", ".join(repr(v.strip()) for v in m.group(1).split(","))
+        return f"(possible values: {values})"
+
+    message = re.sub(r"\[possible values: ([^\]]*)\]", possible, message)
+
+    def named(m: "re.Match[str]") -> str:
+        keyword = flag_to_keyword[m.group(1)]
+        if m.group(3) is not None:
+            return f"{keyword}={_named_value(keyword, m.group(2) + '=' + m.group(3))}"
+        return f"{keyword}[{m.group(2)!r}]"
+
+    flags = "|".join(re.escape(PLAN_OPTIONS[k][0]) for k in _NAMED)
+    message = re.sub(rf"({flags}) ([A-Za-z_][\w.]*)(?:=([^\s:'\")]+)|(?=:))", named, message)
+    # 'batch=one' for dims -> {'batch': 'one'} for dims
+    message = re.sub(
+        r"'([^'=]+)=([^']*)' for (dims|at|input_shapes|input_values)\b",
+        lambda m: f"{{{m.group(1)!r}: {m.group(2)!r}}} for {m.group(3)}",
+        message,
+    )
+    return re.sub(r"(?<![\w-])(--[a-z][a-z-]*)", lambda m: _keyword_term(m.group(1)), message)

@@ -54,7 +54,7 @@ impl Source {
         }
     }
 
-    /// The path naming the model in messages (a model in memory: `<base_dir>/<in-memory model>`).
+    /// The path naming the model in messages (a model in memory: `<base_dir>/<model>`).
     fn path(&self) -> PathBuf {
         match self {
             Source::File(path) => path.clone(),
@@ -66,7 +66,26 @@ impl Source {
     fn plan_args(&self, flags: Vec<String>) -> PyResult<PlanArgs> {
         let mut line = vec![self.path().to_string_lossy().into_owned()];
         line.extend(flags);
-        cli::plan::parse_args(&line).map_err(to_py)
+        cli::plan::parse_args(&line).map_err(|e| self.error(e))
+    }
+
+    /// The Python error for a library error about this model: [`to_py`]'s, a model in memory
+    /// named `<model>` (without the folder of its external data).
+    fn error(&self, e: anyhow::Error) -> PyErr {
+        match self {
+            Source::File(_) => to_py(e),
+            Source::Memory { .. } => {
+                let path = self.path().display().to_string();
+                let line = format!("{e:#}")
+                    .replace('\n', " ")
+                    .replace(&path, pipeline::IN_MEMORY);
+                if is_input_error(&e) {
+                    InputError::new_err(line)
+                } else {
+                    PyRuntimeError::new_err(line)
+                }
+            }
+        }
     }
 }
 
@@ -76,10 +95,12 @@ const SIGNAL_POLL: Duration = Duration::from_millis(20);
 /// Runs `work` on another thread with the GIL released. This thread sleeps until the work is
 /// done, waking every [`SIGNAL_POLL`] to run Python's signal handlers; on `KeyboardInterrupt`
 /// (or any exception a handler raises) it sets `cancel`, if given, so that the planner searches
-/// stop at their next check, waits for the work to return and raises the exception.
+/// stop at their next check, waits for the work to return and raises the exception. An error
+/// of the work is raised as `source` names it ([`Source::error`]).
 fn run_detached<T: Send>(
     py: Python<'_>,
     cancel: Option<&AtomicBool>,
+    source: &Source,
     work: impl FnOnce() -> anyhow::Result<T> + Send,
 ) -> PyResult<T> {
     let waiter = std::thread::current();
@@ -106,7 +127,7 @@ fn run_detached<T: Send>(
             .map_err(|_| PyRuntimeError::new_err("internal error: the planner panicked"))?;
         match interrupted {
             Some(e) => Err(e),
-            None => result.map_err(to_py),
+            None => result.map_err(|e| source.error(e)),
         }
     })
 }
@@ -122,8 +143,9 @@ struct NativePlan {
 }
 
 impl NativePlan {
-    /// A plan of `source`. A split plan's table describes the rewritten model, so its `model`
-    /// names the default annotated file and that file's SHA-256 from the start.
+    /// A plan of `source`. Its table records the SHA-256 of the default annotated file from the
+    /// start (a split plan's table describes the rewritten model, so its `model` names that
+    /// file), as the command line's table does.
     fn new(mut planned: Planned, source: &Source) -> Self {
         let stem = match source {
             Source::File(path) => path
@@ -131,12 +153,10 @@ impl NativePlan {
                 .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned()),
             Source::Memory { .. } => "model".to_string(),
         };
-        if planned.is_rewritten() {
-            planned.annotated_bytes(
-                &format!("{stem}.memplan.json"),
-                &format!("{stem}.memplan.onnx"),
-            );
-        }
+        planned.annotated_bytes(
+            &format!("{stem}.memplan.json"),
+            &format!("{stem}.memplan.onnx"),
+        );
         NativePlan {
             planned: Mutex::new(planned),
             source: source.path(),
@@ -201,6 +221,17 @@ impl NativePlan {
         ))
     }
 
+    /// The C header (`plan --header`; `all`: `--header-all`).
+    fn header(&self, all: bool) -> String {
+        let planned = self.planned.lock().expect("not poisoned");
+        let which = if all {
+            emit::HeaderTensors::All
+        } else {
+            emit::HeaderTensors::Io
+        };
+        emit::render_header(&planned.table, &self.stem, which)
+    }
+
     /// Writes the annotated model at `output` and the table at `table` (default: beside
     /// `output`) as `onnx-memplan plan` does; returns both paths.
     #[pyo3(signature = (output, table=None))]
@@ -239,7 +270,13 @@ fn plan(
     partition_json: Option<String>,
 ) -> PyResult<NativePlan> {
     let source = Source::new(path, data, base_dir);
-    let mut options = source.plan_args(flags)?.options().map_err(to_py)?;
+    let args = source.plan_args(flags)?;
+    if let Some(header) = &args.header
+        && let Source::File(model) = &source
+    {
+        cli::plan::refuse_overwrite(model, &[header]).map_err(to_py)?;
+    }
+    let mut options = args.options().map_err(|e| source.error(e))?;
     if let Some(text) = partition_json {
         options.modes.partition = Some(
             Partition::parse(&text).map_err(|e| InputError::new_err(format!("partition: {e}")))?,
@@ -247,13 +284,27 @@ fn plan(
     }
     let cancel = Arc::new(AtomicBool::new(false));
     options.cancel = Some(cancel.clone());
-    let planned = run_detached(py, Some(&cancel), || match &source {
+    let planned = run_detached(py, Some(&cancel), &source, || match &source {
         Source::File(path) => pipeline::plan_model(path, &options),
         Source::Memory { data, base_dir } => {
             pipeline::plan_in_memory(data.clone(), base_dir, &options)
         }
     })?;
-    Ok(NativePlan::new(planned, &source))
+    let native = NativePlan::new(planned, &source);
+    if let Some(header) = &args.header {
+        let planned = native.planned.lock().expect("not poisoned");
+        let mut outputs = onnx_memplan::onnx::Outputs::new();
+        let write = cli::plan::stage_header(
+            &planned,
+            &native.stem,
+            header,
+            args.header_all,
+            &mut outputs,
+        )
+        .and_then(|()| outputs.commit());
+        write.map_err(|e| source.error(e))?;
+    }
+    Ok(native)
 }
 
 /// Checks a table (JSON text) against a model; returns the problems (empty: valid).
@@ -267,7 +318,7 @@ fn verify(
     table_json: String,
 ) -> PyResult<Vec<String>> {
     let source = Source::new(path, data, base_dir);
-    run_detached(py, None, || {
+    run_detached(py, None, &source, || {
         let table = pipeline::parse_table(&table_json, "table")?;
         match &source {
             Source::File(path) => pipeline::verify_table(path, &table),
@@ -291,7 +342,7 @@ fn shapes<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let source = Source::new(path, data, base_dir);
     let infer = source.plan_args(flags)?.shapes.infer_options();
-    let typed = run_detached(py, None, || {
+    let typed = run_detached(py, None, &source, || {
         let (proto, model, _) = match &source {
             Source::File(path) => pipeline::load_typed(path, &infer)?,
             Source::Memory { data, .. } => {

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_memplan
 from onnx_memplan import _native
-from onnx_memplan._options import OUTPUT_FLAGS, PLAN_OPTIONS, plan_flags
+from onnx_memplan._options import OUTPUT_FLAGS, PLAN_OPTIONS, plan_flags, python_terms
 
 ROOT = Path(os.environ.get("MEMPLAN_ROOT", Path(__file__).resolve().parents[2]))
 MODELS = sorted(p for p in (ROOT / "models").glob("*.onnx") if ".memplan." not in p.name)
@@ -159,9 +159,11 @@ def test_input_values_fold_a_reshape_like_the_cli(tmp_path):
     table = schema_checked(plan.table)
     assert table["options"]["input_values"] == {"shape": "2,8"}
     assert {t["name"]: t["shape"] for t in table["tensors"]}["y"] == [2, 8]
-    run = cli("plan", path, "-o", tmp_path / "cli.memplan.onnx", "--input-value", "shape=2,8")
+    # The same names as plan()'s default files (the table records the annotated model's digest,
+    # and the annotated model names the table's file).
+    run = cli("plan", path, "-o", tmp_path / "reshape.memplan.onnx", "--input-value", "shape=2,8")
     assert run.returncode == 0, run.stderr
-    assert json.loads((tmp_path / "cli.memplan.json").read_text()) == table
+    assert json.loads((tmp_path / "reshape.memplan.json").read_text()) == table
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
@@ -217,7 +219,7 @@ def test_model_in_memory_is_named_so(tmp_path):
     model = onnx.load(str(ROOT / "models" / "mobilenet_v2.onnx"))
     plan = onnx_memplan.plan(model)
     assert plan.table["model"]["file"] == ""
-    assert plan.summary.startswith("<in-memory model>: arena ")
+    assert plan.summary.startswith("<model>: arena ")
     # Its files are named after the path given to save(), and the same bytes as plan() of bytes.
     model_out, table_out = plan.save(tmp_path / "m.memplan.onnx")
     assert Path(table_out) == tmp_path / "m.memplan.json"
@@ -348,7 +350,7 @@ def test_bad_input_raises_input_error(tmp_path):
     assert run.returncode == 2
     with pytest.raises(onnx_memplan.InputError) as err:
         onnx_memplan.plan(resnet)
-    assert run.stderr.strip() == f"error: {err.value}"
+    assert python_terms(run.stderr.strip().removeprefix("error: ")) == str(err.value)
     assert "\n" not in str(err.value)
     assert list(tmp_path.iterdir()) == []
 
@@ -499,3 +501,61 @@ def test_readme_python_chain_runs(tmp_path, monkeypatch):
     saved = onnx.load(str(tmp_path / "resnet_small.memplan.onnx"))
     assert table["model"]["file"] == "" and table["options"]["dims"] == {"batch": 1}
     assert {p.key: p.value for p in saved.metadata_props}["memplan.table"] == "resnet_small.memplan.json"
+
+
+def test_header_keyword_writes_the_cli_header(tmp_path):
+    path = ROOT / "models" / "mobilenet_v2.onnx"
+    run = cli("plan", path, "-o", tmp_path / "cli.memplan.onnx", "--header", tmp_path / "cli.h", "--header-all")
+    assert run.returncode == 0, run.stderr
+    plan = onnx_memplan.plan(path, header=tmp_path / "py.h", header_all=True)
+    written = (tmp_path / "py.h").read_text()
+    # The same header as the command line's (the macros prefixed after the model's stem).
+    assert written == (tmp_path / "cli.h").read_text() == plan.header(all=True)
+    assert "#define MOBILENET_V2_TENSOR_COUNT" in written
+    io_only = plan.header()
+    assert "#define MOBILENET_V2_TENSOR_COUNT 2\n" in io_only  # input and logits
+    # A model in memory: the prefix is MODEL.
+    assert "#define MODEL_MEMPLAN_H" in onnx_memplan.plan(path.read_bytes()).header()
+
+
+def test_errors_name_keywords_not_flags(tmp_path):
+    resnet = ROOT / "models" / "resnet_small.onnx"
+
+    def message(*args, **kwargs):
+        with pytest.raises(onnx_memplan.InputError) as err:
+            onnx_memplan.plan(*args, **kwargs)
+        text = str(err.value)
+        assert "--" not in text and "\n" not in text, text
+        return text
+
+    assert "bind them with dims={'batch': N}" in message(resnet)
+    assert "invalid value {'batch': 'one'} for dims" in message(resnet, dims={"batch": "one"})
+    # The possible values survive, as Python strings.
+    text = message(resnet, dims={"batch": 1}, schedule="fast")
+    assert "invalid value 'fast' for schedule" in text and "(possible values: 'stored', 'memory')" in text
+    assert "'exact'" in message(resnet, dims={"batch": 1}, planner="magic")
+    assert message(resnet, dims={"batch": 1}, time_limit=-1).startswith("time_limit must be")
+    assert message(resnet, dims={"batch": 1}, budget=0).startswith("budget must be above 0")
+    assert "give a range with dims={'NAME': (LO, HI)}" in message(resnet, dims={"batch": 1}, at={"batch": 1})
+    # A model in memory is `<model>`, without a folder.
+    text = message(resnet.read_bytes())
+    assert text.startswith("<model>: cannot size") and "in-memory" not in text, text
+    with pytest.raises(onnx_memplan.InputError, match=r"^<model>: not a valid ONNX model"):
+        onnx_memplan.plan(b"not a model", base_dir=tmp_path)
+
+
+def test_verify_accepts_the_annotated_model(tmp_path):
+    """verify(plan.model, plan.table) and the files save() wrote; a changed weight is refused."""
+    path = ROOT / "models" / "mobilenet_v2.onnx"
+    plan = onnx_memplan.plan(path, schedule="memory")
+    assert onnx_memplan.verify(plan.model, plan.table) == []
+    model_out, table_out = plan.save(tmp_path / "m.memplan.onnx")
+    assert onnx_memplan.verify(model_out, table_out) == []
+    assert onnx_memplan.verify(path, table_out) == []
+    run = cli("verify", model_out, table_out)
+    assert run.returncode == 0, run.stderr
+    tampered = plan.model
+    weight = next(t for t in tampered.graph.initializer if t.raw_data)
+    weight.raw_data = bytes([weight.raw_data[0] ^ 0x40]) + weight.raw_data[1:]
+    with pytest.raises(onnx_memplan.InputError, match="different file"):
+        onnx_memplan.verify(tampered, plan.table)

@@ -78,6 +78,13 @@ pub struct PlanArgs {
     pub at: Vec<(String, i64)>,
     #[command(flatten)]
     pub modes: super::modes::ModeArgs,
+    /// Write a C header: each arena's size, the alignment, the model's SHA-256 and the offset
+    /// of every graph input and output (docs/format.md, "C header").
+    #[arg(long, value_name = "FILE")]
+    pub header: Option<PathBuf>,
+    /// With --header: list every tensor placed in an arena, not only the inputs and outputs.
+    #[arg(long, requires = "header")]
+    pub header_all: bool,
     /// Print the summary as one JSON object on stdout (instead of the line on stderr).
     #[arg(long)]
     pub json: bool,
@@ -154,9 +161,16 @@ pub fn parse_args(args: &[String]) -> Result<PlanArgs> {
     PlanLine::try_parse_from(args)
         .map(|line| line.args)
         .map_err(|e| {
+            // The message's first line, and the possible values clap lists below it.
             let text = e.to_string();
-            let line = text.lines().next().unwrap_or_default();
-            crate::input_error!("{}", line.trim_start_matches("error: "))
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .enumerate()
+                .filter(|(i, l)| *i == 0 || l.starts_with("[possible values"))
+                .map(|(_, l)| l)
+                .collect();
+            crate::input_error!("{}", line.join(" ").trim_start_matches("error: "))
         })
 }
 
@@ -187,8 +201,10 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     let mut named = vec![("-o", &output), ("--table", &table_path)];
     named.extend(args.modes.svg.iter().map(|p| ("--svg", p)));
     named.extend(args.modes.html.iter().map(|p| ("--html", p)));
+    named.extend(args.header.iter().map(|p| ("--header", p)));
     refuse_same_outputs(&named)?;
-    refuse_overwrite(&args.model, &[&output, &table_path])?;
+    let paths: Vec<&Path> = named.iter().map(|(_, p)| p.as_path()).collect();
+    refuse_overwrite(&args.model, &paths)?;
     let mut options = args.options()?;
     options.progress = super::progress::for_terminal(args.quiet);
     let progress = options.progress.clone();
@@ -214,6 +230,15 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     )?;
     planned.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
     args.modes.write_figures(&planned, &mut outputs)?;
+    if let Some(path) = &args.header {
+        stage_header(
+            &planned,
+            &stem(&args.model),
+            path,
+            args.header_all,
+            &mut outputs,
+        )?;
+    }
     outputs.commit()?;
     if args.json {
         let mut line = planned.summary_json().to_string();
@@ -321,7 +346,27 @@ pub fn stage_outputs_from(
     write_table(&planned.table, table, outputs)
 }
 
-fn stem(path: &Path) -> String {
+/// Stages the C header of the verified plan `planned` (its table final: call after
+/// [`stage_outputs`]) at `path`, its macros prefixed after the model stem `stem`; `all` lists
+/// every placed tensor, not only the graph inputs and outputs.
+pub fn stage_header(
+    planned: &Planned,
+    stem: &str,
+    path: &Path,
+    all: bool,
+    outputs: &mut onnx::Outputs,
+) -> Result<()> {
+    let which = if all {
+        crate::emit::HeaderTensors::All
+    } else {
+        crate::emit::HeaderTensors::Io
+    };
+    let text = crate::emit::render_header(&planned.table, stem, which);
+    outputs.bytes(path, text.as_bytes())
+}
+
+/// A path's file stem (`dir/model.onnx` → `model`).
+pub fn stem(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()

@@ -26,6 +26,14 @@ const TOP: f64 = 56.0;
 const GAP: f64 = 64.0;
 const BOTTOM: f64 = 40.0;
 
+/// Width the renderer assumes for one character of a tensor's label (10 px font): a label of
+/// `n` characters at `x` takes `[x, x + n × LABEL_CHAR_W]`.
+pub const LABEL_CHAR_W: f64 = 6.5;
+/// Height a label takes above its baseline `y`: its box is `[y − LABEL_ASCENT, y + LABEL_DESCENT]`.
+pub const LABEL_ASCENT: f64 = 10.0;
+/// Height a label takes below its baseline.
+pub const LABEL_DESCENT: f64 = 3.0;
+
 const KIND_COLOURS: [(&str, &str); 5] = [
     ("input", "#4e79a7"),
     ("output", "#e15759"),
@@ -56,8 +64,13 @@ pub fn render_svg(table: &Table, colour: ColourBy) -> String {
         out,
         r#"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{}</text>"#,
         escape(&format!(
-            "{}: {} tensors, {} steps",
-            table.model.file,
+            "{}: {} tensors ({} in arenas), {} steps",
+            if table.model.file.is_empty() {
+                "<model>"
+            } else {
+                &table.model.file
+            },
+            table.tensors.len(),
             table.tensors.iter().filter(|t| t.offset.is_some()).count(),
             table.schedule.len()
         ))
@@ -197,8 +210,8 @@ impl Panel {
         );
     }
 
-    /// One rectangle per tensor (split where it waits in host memory), with a hover title and,
-    /// when there is room, its name.
+    /// One rectangle per tensor (split where it waits in host memory), with a hover title
+    /// holding its full name and, when there is room, a label (see [`place_labels`]).
     fn rects(
         &self,
         out: &mut String,
@@ -208,7 +221,7 @@ impl Panel {
         panel: usize,
     ) {
         out.push_str(r#"<g class="t" shape-rendering="crispEdges">"#);
-        let mut labels = String::new();
+        let mut wanted = Vec::new();
         let mut outlines = String::new();
         for &(t, runs) in members {
             let mut offset = t.offset.unwrap_or(0);
@@ -248,20 +261,30 @@ impl Panel {
             }
             let x0 = self.x(t.first);
             let width = self.x(t.last + 1) - x0;
-            let fits = (width / 6.5).floor() as usize;
-            if height >= 13.0 && fits >= 4 {
-                let _ = write!(
-                    labels,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#1a1a1a">{}</text>"##,
-                    x0 + 2.0,
-                    y0 + height.min(26.0) / 2.0 + 4.0,
-                    escape(&shorten(&t.name, fits))
-                );
+            let fits = ((width - 2.0) / LABEL_CHAR_W).floor() as usize;
+            if height >= LABEL_ASCENT + LABEL_DESCENT && fits >= MIN_LABEL {
+                wanted.push(Label {
+                    x: round1(x0 + 2.0),
+                    y: round1(y0 + height.min(26.0) / 2.0 + 4.0),
+                    chars: fits,
+                    name: &t.name,
+                    area: width * height,
+                });
             }
         }
         out.push_str("</g>");
         out.push_str(&outlines);
-        let _ = write!(out, r#"<g pointer-events="none">{labels}</g>"#);
+        out.push_str(r#"<g pointer-events="none">"#);
+        for (label, text) in place_labels(wanted) {
+            let _ = write!(
+                out,
+                r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#1a1a1a">{}</text>"##,
+                label.x,
+                label.y,
+                escape(&text)
+            );
+        }
+        out.push_str("</g>");
     }
 
     /// The workspaces of nodes holding subgraphs (partition mode), hatched grey.
@@ -318,6 +341,63 @@ impl Panel {
             escape(label)
         );
     }
+}
+
+/// The fewest characters a label shows (fewer say nothing).
+const MIN_LABEL: usize = 4;
+
+/// A label a tensor's rectangle has room for: at `(x, y)` (baseline), at most `chars`
+/// characters of `name`.
+struct Label<'a> {
+    x: f64,
+    y: f64,
+    chars: usize,
+    name: &'a str,
+    /// The rectangle's area: larger rectangles are labelled first.
+    area: f64,
+}
+
+/// The labels drawn, each with its text: larger rectangles first, each label shortened to end
+/// before the next label already placed on its line, and left out when that leaves fewer than
+/// [`MIN_LABEL`] characters or a placed label covers its start. No two drawn labels' boxes
+/// (`LABEL_CHAR_W` × characters wide, `LABEL_ASCENT + LABEL_DESCENT` high) overlap.
+fn place_labels(mut wanted: Vec<Label<'_>>) -> Vec<(Label<'_>, String)> {
+    wanted.sort_by(|a, b| b.area.total_cmp(&a.area));
+    let mut placed: Vec<(Label, String, f64)> = Vec::new();
+    for label in wanted {
+        let (top, bottom) = (label.y - LABEL_ASCENT, label.y + LABEL_DESCENT);
+        let mut limit = f64::INFINITY;
+        let mut blocked = false;
+        for (other, _, width) in &placed {
+            let (o_top, o_bottom) = (other.y - LABEL_ASCENT, other.y + LABEL_DESCENT);
+            if o_top >= bottom || top >= o_bottom {
+                continue;
+            }
+            if other.x <= label.x {
+                blocked |= label.x < other.x + width;
+            } else {
+                limit = limit.min(other.x);
+            }
+        }
+        let room = ((limit - label.x) / LABEL_CHAR_W).floor();
+        let chars = if room.is_finite() {
+            label.chars.min(room.max(0.0) as usize)
+        } else {
+            label.chars
+        };
+        if blocked || chars < MIN_LABEL {
+            continue;
+        }
+        let text = shorten(label.name, chars);
+        let width = text.chars().count() as f64 * LABEL_CHAR_W;
+        placed.push((label, text, width));
+    }
+    placed.into_iter().map(|(l, t, _)| (l, t)).collect()
+}
+
+/// `v` rounded to one decimal, as written in the SVG.
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
 }
 
 fn legend(out: &mut String, table: &Table, colour: ColourBy) {
@@ -620,6 +700,7 @@ pub(crate) mod fixtures {
             model: ModelInfo {
                 file: "chain.onnx".into(),
                 sha256: String::new(),
+                annotated_sha256: None,
                 ir_version: 8,
                 opsets: BTreeMap::new(),
             },

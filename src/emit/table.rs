@@ -96,6 +96,11 @@ pub struct ModelInfo {
     pub file: String,
     /// SHA-256 of the file's bytes, lowercase hex.
     pub sha256: String,
+    /// SHA-256 of the annotated model written with the table, which `verify` accepts as well
+    /// as the file (absent for a split plan, whose `sha256` is the annotated model's, and for
+    /// a table written without a model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotated_sha256: Option<String>,
     /// The model's IR version.
     pub ir_version: i64,
     /// Imported operator sets (the default domain is `""`).

@@ -27,16 +27,29 @@ pub fn verify_table(path: &Path, table: &Table) -> Result<Vec<String>> {
     verify_table_bytes(path, open_model_file(path)?.bytes, table)
 }
 
-/// [`verify_table`] on the bytes of the model at `path`.
+/// [`verify_table`] on the bytes of the model at `path`: the model the table was made for, or
+/// the annotated model written with it (`model.annotated_sha256`), whose nodes are put back
+/// in the input's order before the check.
 pub fn verify_table_bytes(path: &Path, bytes: Bytes, table: &Table) -> Result<Vec<String>> {
     let sha = hex(&Sha256::digest(&bytes));
-    if sha != table.model.sha256 {
+    let bytes = if sha == table.model.sha256 {
+        bytes
+    } else if table.model.annotated_sha256.as_deref() == Some(sha.as_str()) {
+        match in_input_order(path, bytes, table)? {
+            Ok(bytes) => bytes,
+            Err(problem) => return Ok(vec![problem]),
+        }
+    } else {
         bail_input!(
-            "{}: the table was made for a different file (sha256 {} in the table, {sha} here)",
+            "{}: the table was made for a different file (sha256 {} in the table{}, {sha} here)",
             path.display(),
-            table.model.sha256
+            table.model.sha256,
+            match &table.model.annotated_sha256 {
+                Some(a) => format!(", {a} for its annotated model"),
+                None => String::new(),
+            }
         );
-    }
+    };
     let infer = InferOptions {
         dims: table.options.dims.clone(),
         ranges: table
@@ -79,6 +92,53 @@ pub fn verify_table_bytes(path: &Path, bytes: Bytes, table: &Table) -> Result<Ve
         ));
     }
     Ok(problems)
+}
+
+/// The annotated model `bytes` (its digest is the table's `annotated_sha256`) with its nodes
+/// back in the input model's order: annotated node `k` is input node `schedule[k]`. `Err` is
+/// the problem when the annotation does not fit the table.
+fn in_input_order(
+    path: &Path,
+    bytes: Bytes,
+    table: &Table,
+) -> Result<std::result::Result<Bytes, String>> {
+    use prost::Message;
+    let mut model = crate::onnx::decode_model(path, bytes)?;
+    if !model
+        .metadata_props
+        .iter()
+        .any(|p| p.key() == "memplan.format" && p.value() == emit::FORMAT)
+    {
+        return Ok(Err(format!(
+            "{}: the annotated model has no memplan.format = {} metadata",
+            path.display(),
+            emit::FORMAT
+        )));
+    }
+    let graph = model.graph.as_mut().expect("decode_model checks the graph");
+    let n = graph.node.len();
+    if table.schedule.len() != n {
+        return Ok(Err(format!(
+            "schedule has {} steps but the annotated model {n} nodes",
+            table.schedule.len()
+        )));
+    }
+    let mut slots: Vec<_> = vec![None; n];
+    for (k, node) in std::mem::take(&mut graph.node).into_iter().enumerate() {
+        match table.schedule.get(k) {
+            Some(&i) if i < n && slots[i].is_none() => slots[i] = Some(node),
+            _ => {
+                return Ok(Err(format!(
+                    "schedule is not a permutation of the annotated model's {n} nodes"
+                )));
+            }
+        }
+    }
+    graph.node = slots
+        .into_iter()
+        .map(|s| s.expect("a permutation"))
+        .collect();
+    Ok(Ok(Bytes::from(model.encode_to_vec())))
 }
 
 /// Reads an allocation table file.

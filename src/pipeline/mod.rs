@@ -133,7 +133,7 @@ pub fn plan_model_deferred(
 }
 
 /// The name messages give a model that has no file (the Python API's bytes or ModelProto).
-pub const IN_MEMORY: &str = "<in-memory model>";
+pub const IN_MEMORY: &str = "<model>";
 
 /// The path standing for a model held in memory whose external data lies in `base_dir`.
 pub fn in_memory_path(base_dir: &Path) -> std::path::PathBuf {

@@ -151,23 +151,19 @@ impl Planned {
 
     /// The annotated model's bytes in memory (for callers that need them as bytes; `plan`
     /// streams them with [`Planned::write_annotated`]), to be written as `model_file` beside
-    /// `table_file`. For a rewritten model the annotated model is the model the table
-    /// describes, so the table's `model` then names that file and its SHA-256.
+    /// `table_file`. Its SHA-256 goes into the table: as `model.annotated_sha256`, or for a
+    /// rewritten model, which the table describes, as its `model` (the file and its digest).
     pub fn annotated_bytes(&mut self, table_file: &str, model_file: &str) -> Vec<u8> {
         use prost::Message;
         let bytes = self.annotated(table_file).encode_to_vec();
-        if self.is_rewritten() {
-            self.table.model.file = model_file.to_string();
-            self.table.model.sha256 = hex(&Sha256::digest(&bytes));
-        }
+        self.record_annotated(model_file, hex(&Sha256::digest(&bytes)));
         bytes
     }
 
     /// Stages the annotated model as the file `target` (named `model_file`) of `outputs`,
     /// beside the table `table_file`, streamed: payloads that are slices of `source` (the file
-    /// the plan was made from) are copied from it. For a rewritten model the annotated model
-    /// is the model the table describes, so the table's `model` then names that file and its
-    /// SHA-256 (hashed while writing).
+    /// the plan was made from) are copied from it. Its SHA-256 (hashed while writing) goes
+    /// into the table as in [`Planned::annotated_bytes`].
     pub fn write_annotated(
         &mut self,
         table_file: &str,
@@ -176,13 +172,22 @@ impl Planned {
         source: Option<&ModelFile>,
         outputs: &mut crate::onnx::Outputs,
     ) -> Result<()> {
-        let rewritten = self.is_rewritten();
-        let digest = outputs.model(target, &self.annotated(table_file), source, rewritten)?;
+        let digest = outputs.model(target, &self.annotated(table_file), source, true)?;
         if let Some(digest) = digest {
-            self.table.model.file = model_file.to_string();
-            self.table.model.sha256 = hex(&digest);
+            self.record_annotated(model_file, hex(&digest));
         }
         Ok(())
+    }
+
+    /// Records the SHA-256 of the annotated model `model_file` in the table: as its `model`
+    /// for a rewritten model (the table describes it), else as `model.annotated_sha256`.
+    fn record_annotated(&mut self, model_file: &str, digest: String) {
+        if self.is_rewritten() {
+            self.table.model.file = model_file.to_string();
+            self.table.model.sha256 = digest;
+        } else {
+            self.table.model.annotated_sha256 = Some(digest);
+        }
     }
 
     /// Records the SHA-256 of the input file in the table: the model's, or for a split plan

@@ -235,6 +235,7 @@ pub(crate) fn fixed_table(
         model: ModelInfo {
             file: file_name(path),
             sha256: String::new(),
+            annotated_sha256: None,
             ir_version: original.ir_version(),
             opsets: model.opsets.0.clone(),
         },

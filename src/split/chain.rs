@@ -154,13 +154,21 @@ pub fn walk_chains_around<E>(
 /// A node whose outputs are known before run time: a constant, or a computation on shapes
 /// (TensorFlow-style "same" padding computes its pads from `Shape`s of the tensors it pads;
 /// the rewrite replaces a known `Shape` of a tensor the chain no longer makes by its value).
+/// A DequantizeLinear of constants (a QDQ model's weights and biases) is one too: each tile's
+/// copy of the operator reads it whole, and it joins each copy's node unit.
 /// It stays outside chains, so a chain may span the steps where the exporter placed one.
 pub fn is_constant(graph: &Graph, node: NodeId) -> bool {
-    graph.nodes[node]
-        .outputs
-        .iter()
-        .flatten()
-        .all(|&v| graph.is_model_constant(v) || graph.values[v].constant.is_some())
+    let n = &graph.nodes[node];
+    let dequantizes_constants = n.op_type == "DequantizeLinear"
+        && n.inputs
+            .iter()
+            .flatten()
+            .all(|&v| graph.is_model_constant(v));
+    dequantizes_constants
+        || n.outputs
+            .iter()
+            .flatten()
+            .all(|&v| graph.is_model_constant(v) || graph.values[v].constant.is_some())
 }
 
 /// A default-domain `Shape` node whose output value inference knows.

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use super::rows::rules::{RowRead, RuleSet, row_rule};
-use super::rules::{Inputs, Rule, shape_of};
+use super::rules::{Inputs, Rule, is_nchw_integer, shape_of};
 use crate::ir::{Graph, Node, NodeId, ValueId};
 
 /// Where a tensor keeps its positions.
@@ -80,12 +80,13 @@ fn reshapes(node: &Node) -> bool {
 }
 
 /// Whether a node is an NCHW operator, which fixes where its tensors keep their positions: a
-/// window, an upsampling, BatchNormalization or a channel Concat. An elementwise or token-major
-/// node's layout follows its neighbours'.
+/// window, an upsampling, BatchNormalization, a channel Concat or an integer operator of the
+/// QOperator form (QLinearAdd...). An elementwise or token-major node's layout follows its
+/// neighbours'.
 pub fn fixes_layout(rule: &Rule, node: &Node) -> bool {
     match rule {
         Rule::Rows => false,
-        Rule::Pointwise(Inputs::All) => node.op_type == "Concat",
+        Rule::Pointwise(Inputs::All) => node.op_type == "Concat" || is_nchw_integer(node),
         Rule::Pointwise(Inputs::First) | Rule::Window(_) | Rule::Upsample(_) => true,
     }
 }
@@ -248,8 +249,14 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
             Rule::Pointwise(Inputs::All) => &node.inputs,
             _ => &node.inputs[..1],
         };
-        set(&mut known, out, (NCHW, nchw_grid(graph, out)?))?;
+        let grid = nchw_grid(graph, out)?;
+        set(&mut known, out, (NCHW, grid))?;
         for &v in spatial.iter().flatten() {
+            // A pointwise operator's scalar operands (a QLinearAdd's scales) are read whole.
+            let rank = shape_of(graph, v).map(|s| s.len());
+            if matches!(rule, Rule::Pointwise(Inputs::All)) && rank != Some(4) {
+                continue;
+            }
             set(&mut known, v, (NCHW, nchw_grid(graph, v)?))?;
         }
     }

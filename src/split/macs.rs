@@ -3,9 +3,10 @@
 use super::rules::shape_of;
 use crate::ir::{Graph, Node};
 
-/// Multiply-accumulates of one node: Conv and FusedConv (output elements × input channels per
-/// group × kernel), ConvTranspose (input elements × output channels per group × kernel),
-/// MatMul and Gemm (output elements × the reduced dimension); 0 for other operators.
+/// Multiply-accumulates of one node: Conv, FusedConv, QLinearConv and ConvInteger (output
+/// elements × input channels per group × kernel), ConvTranspose (input elements × output
+/// channels per group × kernel), MatMul, MatMulInteger, QLinearMatMul, Gemm and QGemm (output
+/// elements × the reduced dimension); 0 for other operators.
 pub fn node_macs(graph: &Graph, node: &Node) -> u64 {
     let shape = |i: usize, output: bool| {
         let list = if output { &node.outputs } else { &node.inputs };
@@ -16,16 +17,16 @@ pub fn node_macs(graph: &Graph, node: &Node) -> u64 {
     };
     let elements = |s: &[i64]| s.iter().product::<i64>().max(0) as u64;
     let result = match node.op_type.as_str() {
-        "Conv" | "FusedConv" => shape(0, true)
-            .zip(shape(1, false))
+        "Conv" | "FusedConv" | "QLinearConv" | "ConvInteger" => shape(0, true)
+            .zip(conv_weight_input(node).and_then(|i| shape(i, false)))
             .map(|(out, w)| elements(&out) * elements(w.get(1..).unwrap_or(&[]))),
         "ConvTranspose" => shape(0, false)
             .zip(shape(1, false))
             .map(|(x, w)| elements(&x) * elements(w.get(1..).unwrap_or(&[]))),
-        "MatMul" => shape(0, true)
+        "MatMul" | "MatMulInteger" | "QLinearMatMul" => shape(0, true)
             .zip(shape(0, false))
             .map(|(out, a)| elements(&out) * a.last().copied().unwrap_or(1).max(0) as u64),
-        "Gemm" => shape(0, true).zip(shape(0, false)).map(|(out, a)| {
+        "Gemm" | "QGemm" => shape(0, true).zip(shape(0, false)).map(|(out, a)| {
             let k = if node.attr_int("transA").unwrap_or(0) != 0 {
                 a.first()
             } else {
@@ -49,6 +50,16 @@ pub fn is_conv(node: &Node) -> bool {
         (node.domain.as_str(), node.op_type.as_str()),
         ("", "Conv") | ("com.microsoft", "FusedConv")
     )
+}
+
+/// The input holding a convolution's weights: 3 for QLinearConv (x, its scale and zero point
+/// come first), 1 for Conv, FusedConv and ConvInteger; `None` for other operators.
+pub fn conv_weight_input(node: &Node) -> Option<usize> {
+    match (node.domain.as_str(), node.op_type.as_str()) {
+        ("", "QLinearConv") => Some(3),
+        ("", "Conv" | "ConvInteger") | ("com.microsoft", "FusedConv") => Some(1),
+        _ => None,
+    }
 }
 
 /// The concrete shape of a node's input 1 (a Conv's or ConvTranspose's weights).

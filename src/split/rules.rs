@@ -1,7 +1,7 @@
 //! The per-operator table of the split stage: how each operator maps a region of its output to
 //! the regions of its inputs it reads. An operator without an entry ends a chain.
 
-use super::macs::is_conv;
+use super::macs::{conv_weight_input, is_conv};
 use super::region::{Region, Span};
 use super::rows::rules::REDUCTIONS;
 use super::upsample::{self, Upsample};
@@ -172,6 +172,94 @@ const MICROSOFT_ROWS: &[&str] = &[
     "QuickGelu",
 ];
 
+/// How an integer operator (QOperator form, `ConvInteger`, a Q or DQ node) splits. Their
+/// requantisation is per element (scales and zero points per tensor, or per channel along C),
+/// so a tile computes exactly the integers of the original's positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Integer {
+    /// A window over input 0, the rest (weights, bias, scales, zero points) read whole.
+    /// QLinearConv pads with x's zero point: its copies keep border padding in their `pads`.
+    Window,
+    /// Pointwise on input 0, the scales and zero points read whole.
+    First,
+    /// A Q or DQ node: pointwise on input 0, its scale and zero point per tensor or per
+    /// channel along C (read whole); block quantization or another axis ends the chain.
+    QuantizeAxis,
+    /// Pointwise on every input of the grid, the scalar scales and zero points broadcast
+    /// (QLinearAdd and QLinearMul: A and B; QLinearConcat along channels: every X).
+    All,
+}
+
+/// The integer operators of the split: (domain, operator, how it splits).
+const INTEGER: &[(&str, &str, Integer)] = &[
+    ("", "QLinearConv", Integer::Window),
+    ("", "ConvInteger", Integer::Window),
+    ("", "QuantizeLinear", Integer::QuantizeAxis),
+    ("", "DequantizeLinear", Integer::QuantizeAxis),
+    ("com.microsoft", "QuantizeLinear", Integer::QuantizeAxis),
+    ("com.microsoft", "DequantizeLinear", Integer::QuantizeAxis),
+    ("com.microsoft", "QLinearAveragePool", Integer::Window),
+    ("com.microsoft", "QLinearSigmoid", Integer::First),
+    ("com.microsoft", "QLinearLeakyRelu", Integer::First),
+    ("com.microsoft", "QLinearAdd", Integer::All),
+    ("com.microsoft", "QLinearMul", Integer::All),
+    ("com.microsoft", "QLinearConcat", Integer::All),
+];
+
+/// The row of [`INTEGER`] of a node.
+fn integer(node: &Node) -> Option<Integer> {
+    INTEGER
+        .iter()
+        .find(|(d, op, _)| *d == node.domain && *op == node.op_type)
+        .map(|r| r.2)
+}
+
+/// Whether a node is an integer operator of the QOperator form whose tensors are NCHW (it has
+/// no row rule: its layout is fixed, not followed from its neighbours').
+pub fn is_nchw_integer(node: &Node) -> bool {
+    matches!(
+        integer(node),
+        Some(Integer::All | Integer::Window | Integer::First)
+    )
+}
+
+/// The split rule of an integer operator (see [`Integer`]).
+fn integer_rule(graph: &Graph, node: &Node, kind: Integer) -> Option<Rule> {
+    match kind {
+        Integer::Window => window(graph, node).map(Rule::Window),
+        Integer::First => Some(Rule::Pointwise(Inputs::First)),
+        Integer::QuantizeAxis => {
+            per_tensor_or_channel(graph, node).then_some(Rule::Pointwise(Inputs::First))
+        }
+        Integer::All if node.op_type == "QLinearConcat" => {
+            matches!(node.attr_int("axis"), Some(1 | -3)).then_some(Rule::Pointwise(Inputs::All))
+        }
+        Integer::All => Some(Rule::Pointwise(Inputs::All)),
+    }
+}
+
+/// Whether a Q or DQ node's scale is one value, or one per channel along axis 1 (C of an
+/// NCHW tensor: the split cuts H and W only); not block quantization.
+fn per_tensor_or_channel(graph: &Graph, node: &Node) -> bool {
+    if node.attr_int("block_size").unwrap_or(0) != 0 {
+        return false;
+    }
+    let Some(scale) = node
+        .inputs
+        .get(1)
+        .copied()
+        .flatten()
+        .and_then(|v| shape_of(graph, v))
+    else {
+        return false;
+    };
+    match scale.as_slice() {
+        [] | [1] => true,
+        [_] => matches!(node.attr_int("axis").unwrap_or(1), 1 | -3),
+        _ => false,
+    }
+}
+
 /// The split rule of a node, or `None` when the node cannot be part of a chain. Every spatial
 /// tensor involved must be rank 4 (NCHW) with a known shape, and the node must have one output.
 pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
@@ -183,13 +271,21 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
         && node.inputs.iter().flatten().count() == 1;
     let microsoft_rows =
         node.domain == "com.microsoft" && MICROSOFT_ROWS.contains(&node.op_type.as_str());
-    if (!node.domain.is_empty() && !fused_conv && !fused_activation && !microsoft_rows)
+    let integer = integer(node);
+    if (!node.domain.is_empty()
+        && !fused_conv
+        && !fused_activation
+        && !microsoft_rows
+        && integer.is_none())
         || node.outputs.iter().flatten().count() != 1
     {
         return None;
     }
     if node.outputs.first().copied().flatten().is_none() || !node.subgraphs.is_empty() {
         return None;
+    }
+    if let Some(kind) = integer {
+        return integer_rule(graph, node, kind);
     }
     let op = node.op_type.as_str();
     match op {
@@ -218,9 +314,10 @@ pub fn shape_of(graph: &Graph, value: usize) -> Option<Vec<i64>> {
     concrete(graph.values[value].tensor_type()?.shape.as_deref()?)
 }
 
-/// The window of a 2-D Conv (or FusedConv), MaxPool or AveragePool; `None` for forms the
-/// split cannot tile exactly (1-D/3-D windows, MaxPool's Indices output, AveragePool's
-/// ceil-mode overhang counted as padding).
+/// The window of a 2-D Conv (FusedConv, QLinearConv, ConvInteger), MaxPool or AveragePool (or
+/// QLinearAveragePool); `None` for forms the split cannot tile exactly (1-D/3-D windows,
+/// MaxPool's Indices output, AveragePool's ceil-mode overhang counted as padding, a
+/// channels-last QLinearAveragePool).
 fn window(graph: &Graph, node: &Node) -> Option<Window> {
     let input = shape_of(graph, node.inputs.first().copied().flatten()?)?;
     if input.len() != 4 {
@@ -228,16 +325,19 @@ fn window(graph: &Graph, node: &Node) -> Option<Window> {
     }
     let kernel: Vec<i64> = match node.attr_ints("kernel_shape") {
         Some(k) => k.to_vec(),
-        None if is_conv(node) => {
-            let weight = shape_of(graph, node.inputs.get(1).copied().flatten()?)?;
+        None => {
+            let weight = shape_of(graph, node.inputs.get(conv_weight_input(node)?).copied()??)?;
             weight.get(2..)?.to_vec()
         }
-        None => return None,
     };
     if kernel.len() != 2 || kernel.iter().any(|&k| k < 1) {
         return None;
     }
-    if node.op_type == "AveragePool"
+    let average = matches!(node.op_type.as_str(), "AveragePool" | "QLinearAveragePool");
+    if node.attr_int("channels_last").unwrap_or(0) != 0 {
+        return None;
+    }
+    if average
         && node.attr_int("ceil_mode").unwrap_or(0) != 0
         && node.attr_int("count_include_pad").unwrap_or(0) != 0
     {

@@ -1,0 +1,290 @@
+//! The split stage on int8 chains: QOperator convolutions and QDQ node units. Requantisation is
+//! per element, so every tile computes exactly the original's integers: the rewritten models
+//! must give bit-identical outputs in onnxruntime (run through `.ci/venv` or `MEMPLAN_PYTHON`;
+//! the test says so and skips that part when neither has onnxruntime).
+//!
+//! Both chains have the geometry of tests/split_tiles.rs, worked by hand there (rows; columns
+//! are the same): X[1,2,16,16] → 3×3 stride 2 pad 1 → 3×3 pad 1 → 3×3 pad 1 → Y[1,4,8,8], cut
+//! into 2×2 tiles of Y. Tile row 0 makes Y rows [0,4): the last conv reads rows [-1,5) (one row
+//! of padding), so the middle conv computes [0,5) and reads [-1,6); the first conv computes
+//! [0,6) and reads X rows [0·2−1, 5·2−1+3) = [-1,12). Tile row 1 makes Y rows [4,8): the middle
+//! conv computes [3,8), the first [2,8), reading X rows [2·2−1, 7·2−1+3) = [3,16). Halo: the
+//! first conv computes 4 tiles × 6×6 = 144 positions instead of 64 (80 more, 4·2·9 = 72 MACs
+//! each: 5760), the middle one 4 × 5×5 = 100 instead of 64 (36 more, 4·4·9 = 144 MACs each:
+//! 5184). Extra MACs: 10944.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{float_info, model, node, ort_python, raw_init, with_ints, write_model};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto, TypeProto, ValueInfoProto};
+use onnx_memplan::pipeline::load_typed;
+use onnx_memplan::split::chain::{chain_of, is_constant};
+use onnx_memplan::split::region::Span;
+use onnx_memplan::split::tiling::tile;
+
+const FLOAT: i32 = 1;
+const UINT8: i32 = 2;
+const INT8: i32 = 3;
+const INT32: i32 = 6;
+
+/// A graph output of the given element type and shape.
+fn info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
+    let mut v = float_info(name, dims);
+    if let Some(TypeProto {
+        value: Some(onnx_memplan::onnx::proto::type_proto::Value::TensorType(t)),
+        ..
+    }) = v.r#type.as_mut()
+    {
+        t.elem_type = Some(elem_type);
+    }
+    v
+}
+
+fn scalar_f32(name: &str, v: f32) -> onnx_memplan::onnx::proto::TensorProto {
+    raw_init(name, &[], FLOAT, v.to_le_bytes().to_vec())
+}
+
+/// int8 weights [m, c, 3, 3] of a fixed pattern spanning −90..=90.
+fn weights(name: &str, m: i64, c: i64, seed: i64) -> onnx_memplan::onnx::proto::TensorProto {
+    let n = m * c * 9;
+    let raw = (0..n).map(|i| (((i * 37 + seed * 11) % 181) - 90) as i8 as u8);
+    raw_init(name, &[m, c, 3, 3], INT8, raw.collect())
+}
+
+/// int32 biases [m].
+fn bias(name: &str, m: i64, seed: i32) -> onnx_memplan::onnx::proto::TensorProto {
+    let raw = (0..m as i32).flat_map(|i| (i * 97 - 150 + seed).to_le_bytes());
+    raw_init(name, &[m], INT32, raw.collect())
+}
+
+/// 3×3 window attributes: pads 1 all round, the given stride.
+fn window(n: NodeProto, stride: i64) -> NodeProto {
+    let n = with_ints(n, "kernel_shape", &[3, 3]);
+    let n = with_ints(n, "pads", &[1, 1, 1, 1]);
+    with_ints(n, "strides", &[stride, stride])
+}
+
+/// x float → QuantizeLinear (uint8, zero point 100: padding is 100, not 0) → QLinearConv s2
+/// → QLinearConv → QLinearConv (per-channel weight scales) → y uint8 [1,4,8,8].
+fn qlinear_chain() -> ModelProto {
+    let conv = |x: &str, w: &str, b: &str, ws: &str, out: &str, stride: i64| {
+        window(
+            node(
+                "QLinearConv",
+                &[x, "sx", "zx", w, ws, "zw", "sx", "zx", b],
+                &[out],
+            ),
+            stride,
+        )
+    };
+    let per_channel: Vec<u8> = [0.004f32, 0.006, 0.003, 0.005]
+        .iter()
+        .flat_map(|s| s.to_le_bytes())
+        .collect();
+    model(GraphProto {
+        name: Some("qlinear_chain".into()),
+        node: vec![
+            node("QuantizeLinear", &["x", "sx", "zx"], &["x_q"]),
+            conv("x_q", "w1", "b1", "sw", "c1", 2),
+            conv("c1", "w2", "b2", "sw", "c2", 1),
+            conv("c2", "w3", "b3", "sw3", "y", 1),
+        ],
+        input: vec![float_info("x", &[1, 2, 16, 16])],
+        output: vec![info("y", UINT8, &[1, 4, 8, 8])],
+        initializer: vec![
+            scalar_f32("sx", 0.02),
+            raw_init("zx", &[], UINT8, vec![100]),
+            scalar_f32("sw", 0.005),
+            raw_init("sw3", &[4], FLOAT, per_channel),
+            raw_init("zw", &[], INT8, vec![0]),
+            weights("w1", 4, 2, 1),
+            weights("w2", 4, 4, 2),
+            weights("w3", 4, 4, 3),
+            bias("b1", 4, 1),
+            bias("b2", 4, 2),
+            bias("b3", 4, 3),
+        ],
+        ..Default::default()
+    })
+}
+
+/// The same chain as QDQ node units (int8 activations, zero point −20): the weight and bias
+/// DQs first, as quantize_static stores them, then x → Q → [DQ → Conv s2 → Q] → [DQ → Conv →
+/// Q] → [DQ → Conv → Q] → y int8 [1,4,8,8].
+fn qdq_chain() -> ModelProto {
+    let mut nodes = Vec::new();
+    for l in 1..=3 {
+        nodes.push(node(
+            "DequantizeLinear",
+            &[&format!("w{l}"), "sw", "zw"],
+            &[&format!("dw{l}")],
+        ));
+        nodes.push(node(
+            "DequantizeLinear",
+            &[&format!("b{l}"), "sb"],
+            &[&format!("db{l}")],
+        ));
+    }
+    nodes.push(node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]));
+    for (l, stride) in [(1, 2), (2, 1), (3, 1)] {
+        let (input, out) = (format!("q{}", l - 1), format!("q{l}"));
+        let (d, c) = (format!("d{l}"), format!("c{l}"));
+        nodes.push(node("DequantizeLinear", &[&input, "sx", "zx"], &[&d]));
+        let conv = node("Conv", &[&d, &format!("dw{l}"), &format!("db{l}")], &[&c]);
+        nodes.push(window(conv, stride));
+        nodes.push(node("QuantizeLinear", &[&c, "sx", "zx"], &[&out]));
+    }
+    model(GraphProto {
+        name: Some("qdq_chain".into()),
+        node: nodes,
+        input: vec![float_info("x", &[1, 2, 16, 16])],
+        output: vec![info("q3", INT8, &[1, 4, 8, 8])],
+        initializer: vec![
+            scalar_f32("sx", 0.02),
+            raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
+            scalar_f32("sw", 0.005),
+            raw_init("zw", &[], INT8, vec![0]),
+            // The bias scale is the product of x's and w's (quantize_static's convention).
+            scalar_f32("sb", 0.0001),
+            weights("w1", 4, 2, 1),
+            weights("w2", 4, 4, 2),
+            weights("w3", 4, 4, 3),
+            bias("b1", 4, 1),
+            bias("b2", 4, 2),
+            bias("b3", 4, 3),
+        ],
+        ..Default::default()
+    })
+}
+
+/// Runs both models in onnxruntime on the same N(0, 1) input and asserts every output is
+/// bit-identical (and that onnx.checker accepts the rewritten model); skips without a Python
+/// with onnxruntime.
+fn bit_identical_in_onnxruntime(original: &Path, rewritten: &Path) {
+    let Some(python) = ort_python() else {
+        eprintln!(
+            "SKIPPED onnxruntime comparison: no Python with onnxruntime (run scripts/ort_check.sh \
+             once to create .ci/venv, or set MEMPLAN_PYTHON)"
+        );
+        return;
+    };
+    let script = r#"
+import sys, numpy as np, onnx, onnxruntime as ort
+onnx.checker.check_model(sys.argv[2], full_check=True)
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
+x = np.random.default_rng(7).standard_normal((1, 2, 16, 16)).astype(np.float32) * 2
+ya, yb = a.run(None, {"x": x}), b.run(None, {"x": x})
+same = all(p.dtype == q.dtype and np.array_equal(p, q) for p, q in zip(ya, yb))
+spread = len(np.unique(ya[0]))
+print(f"bit-identical {same}, {spread} distinct output values, dtype {ya[0].dtype}")
+sys.exit(0 if same and spread > 8 else 1)
+"#;
+    let run = Command::new(python)
+        .args(["-c", script])
+        .arg(original)
+        .arg(rewritten)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout);
+    eprintln!("onnxruntime: {said}");
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+#[test]
+fn two_by_two_tiles_of_a_qlinearconv_chain_are_bit_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("qlinear_chain.onnx");
+    write_model(&qlinear_chain(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = chain_of(graph, &order, 17).expect("Q and the three QLinearConvs form a chain");
+    assert_eq!(graph.values[chain.output].name, "y");
+    let tiling = tile(graph, &chain, [2, 2]).unwrap();
+    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    // Node 0 is the QuantizeLinear: it computes the X rows the first conv reads, clipped.
+    assert_eq!(rows(0, 0), Span::new(0, 12));
+    assert_eq!(rows(0, 1), Span::new(0, 6));
+    assert_eq!(rows(0, 2), Span::new(0, 5));
+    assert_eq!(rows(3, 0), Span::new(3, 16));
+    assert_eq!(rows(3, 1), Span::new(2, 8));
+    assert_eq!(rows(3, 2), Span::new(3, 8));
+    assert_eq!(rows(3, 3), Span::new(4, 8));
+    // The first conv of tile (0, 0) pads one row and column with x's zero point (its `pads`).
+    assert_eq!(tiling.tiles[0].reads[1][0].unwrap()[0], Span::new(-1, 12));
+    // The QuantizeLinear computes (12 + 13)² = 625 positions of X's 256: 369 recomputed.
+    assert_eq!(tiling.halo, vec![369, 80, 36, 0]);
+    assert_eq!(tiling.extra_macs, 5760 + 5184);
+
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
+    // No explicit Pad: padding stays inside the QLinearConv copies.
+    let g = rewritten.model.graph.as_ref().unwrap();
+    assert!(g.node.iter().all(|n| n.op_type() != "Pad"));
+    let split = dir.path().join("qlinear_chain.split.onnx");
+    write_model(&rewritten.model, &split);
+    let plan = common::run_cli(&[
+        "plan",
+        split.to_str().unwrap(),
+        "-o",
+        dir.path().join("p.onnx").to_str().unwrap(),
+    ]);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    bit_identical_in_onnxruntime(&original, &split);
+}
+
+/// Fused tensors of a table: the float tensors inside QDQ node units.
+fn fused(table: &Path) -> usize {
+    let t = common::read_table(table);
+    t.tensors.iter().filter(|t| t.node_unit.is_some()).count()
+}
+
+#[test]
+fn a_chain_of_qdq_units_splits_into_units_per_tile() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("qdq_chain.onnx");
+    write_model(&qdq_chain(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    // The weight and bias DQs (nodes 0..6) are known before run time: outside the chain.
+    assert!((0..6).all(|n| is_constant(graph, n)));
+    assert!(!is_constant(graph, 7));
+    let chain = chain_of(graph, &order[6..], 17).expect("Q and the three units form a chain");
+    assert_eq!(graph.values[chain.output].name, "q3");
+    let tiling = tile(graph, &chain, [2, 2]).unwrap();
+    // Chain nodes: 0 Q, then per layer DQ, Conv, Q. The first Conv (position 2) computes rows
+    // [0,6) in tile (0, 0), as its QuantizeLinear (3) and the next DQ (4).
+    assert_eq!(tiling.tiles[0].computed[2][0], Span::new(0, 6));
+    assert_eq!(tiling.tiles[0].computed[4][0], Span::new(0, 6));
+    assert_eq!(tiling.extra_macs, 5760 + 5184);
+
+    // Unsplit, planned as units: each unit's DQ output and Conv output are fused, and the
+    // weight and bias DQ outputs too: 3 × 4 = 12 tensors that take no bytes.
+    let (_, table) = common::plan_written(dir.path(), "unsplit", &qdq_chain(), &[]);
+    assert_eq!(fused(&table), 12);
+
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let split = dir.path().join("qdq_chain.split.onnx");
+    write_model(&rewritten.model, &split);
+    // Split, the units re-form in each tile: per tile and layer the DQ copy's and the Conv
+    // copy's outputs (2 × 3 × 4 = 24), plus the 6 shared weight and bias DQ outputs: 30.
+    let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
+    assert_eq!(fused(&table), 30);
+    common::assert_verifies(&dir.path().join("split.onnx"), &table);
+    bit_identical_in_onnxruntime(&original, &split);
+}
