@@ -37,6 +37,11 @@ Models (what each one exercises in the planner):
   bert_tiny_dyn.onnx  bert_tiny.onnx quantized by onnxruntime.quantization.quantize_dynamic (uint8
                       weights; `--quantized`, onnx + onnxruntime only): DynamicQuantizeLinear,
                       MatMulInteger, Cast, Mul by the scales, with the float attention in between.
+  mobilenet_v2_qdq.onnx / mobilenet_v2_qop.onnx  mobilenet_v2.onnx statically quantized
+                      (quantize_static, `--quantized`; MinMax calibration on 8 seeded N(0,1) inputs,
+                      int8 per-tensor weights): QDQ form with int8 activations (DequantizeLinear ->
+                      Conv/Add/Gemm -> QuantizeLinear units), QOperator form with uint8 activations
+                      (QLinearConv, QLinearAdd, com.microsoft QLinearGlobalAveragePool and QGemm).
   vit_tiny_batch.onnx the same network and weights exported with a dynamic `batch` (the exporter's
                       Shape/Gather/Concat chains instead of constant shapes), for plans over a
                       range of batch sizes (scripts/make_dynamic_models.py).
@@ -316,8 +321,43 @@ def make_bert_tiny_dyn(out: str) -> dict:
                  "token_type_ids": np.zeros((1, 24), dtype=np.int64)}
 
 
+def make_static_int8(source: str, out: str, fmt: str, activation: str) -> tuple:
+    """models/<source>.onnx through onnxruntime.quantization.quantize_static: MinMax calibration
+    on 8 fixed-seed N(0, 1) inputs, int8 per-tensor weights, activations of type `activation`
+    (QuantType name), in format `fmt` (QuantFormat name: "QDQ" keeps float ops between
+    DequantizeLinear/QuantizeLinear pairs, "QOperator" uses QLinearConv/QLinearAdd/QGemm...).
+    Returns the float model's path and feeds for the check (one calibration sample)."""
+    import onnxruntime as ort
+    from onnxruntime import quantization as q
+    src = os.path.join(HERE, source + ".onnx")
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    inp = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"]).get_inputs()[0]
+    rng = np.random.default_rng(31)
+    samples = [rng.standard_normal(inp.shape).astype(np.float32) for _ in range(8)]
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(samples)
+
+        def get_next(self):
+            x = next(self.it, None)
+            return None if x is None else {inp.name: x}
+
+    q.quantize_static(src, out, Reader(), quant_format=getattr(q.QuantFormat, fmt),
+                      activation_type=getattr(q.QuantType, activation),
+                      weight_type=q.QuantType.QInt8, per_channel=False,
+                      calibrate_method=q.CalibrationMethod.MinMax)
+    return src, {inp.name: samples[0]}
+
+
 QUANTIZED = {
     "bert_tiny_dyn": make_bert_tiny_dyn,
+    # int8 activations, QDQ form: DequantizeLinear -> Conv/Add/Gemm -> QuantizeLinear units
+    # (ReLU6 folded into the QuantizeLinear range).
+    "mobilenet_v2_qdq": lambda out: make_static_int8("mobilenet_v2", out, "QDQ", "QInt8"),
+    # uint8 activations, QOperator form: QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QGemm.
+    "mobilenet_v2_qop": lambda out: make_static_int8("mobilenet_v2", out, "QOperator", "QUInt8"),
 }
 
 
@@ -331,14 +371,17 @@ def check_quantized(path: str, reference: str, feeds: dict) -> str:
     so.log_severity_level = 3
     run = [ort.InferenceSession(p, so, providers=["CPUExecutionProvider"]).run(None, feeds)
            for p in (path, reference)]
-    worst = 0.0
+    worst = scale = 0.0
     for a, r in zip(*run):
         if a.shape != r.shape or not np.all(np.isfinite(a)):
             raise RuntimeError(f"{path}: output shape {a.shape} vs {r.shape}, or non-finite")
         worst = max(worst, float(np.max(np.abs(a - r))))
+        scale = max(scale, float(np.max(np.abs(r))))
+    if worst == 0.0:  # quantization always loses something: identical outputs mean no quantization
+        raise RuntimeError(f"{path}: outputs identical to the float model's")
     model = onnx.load(path)
     return (f"{len(model.graph.node)} nodes, {os.path.getsize(path) / 1e6:.2f} MB, "
-            f"max |quantized - float| {worst:.2g}")
+            f"max |quantized - float| {worst:.2g} (max |float| {scale:.2g})")
 
 
 def check(path: str, module: nn.Module, feeds: dict) -> str:

@@ -168,7 +168,7 @@ def plan(
 ) -> Plan:
     """Plans a model's memory: every intermediate tensor at a fixed offset in one arena.
 
-    Runs the same pass as `onnx-memplan plan` (the README's "Commands and options"), and the
+    Runs the same pass as `onnx-memplan plan` (docs/guide/options.md), and the
     plan is checked by the independent verifier before it is returned. Each keyword is one
     flag of the command line, with the same default:
 

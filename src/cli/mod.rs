@@ -8,14 +8,16 @@ use clap::{Parser, Subcommand};
 
 use crate::error::is_input_error;
 
-pub mod args;
-pub mod conformance;
-pub mod modes;
-pub mod plan;
-pub mod progress;
-pub mod shapes;
-pub mod solve;
-pub mod verify;
+internal_modules!(
+    args,
+    conformance,
+    modes,
+    plan,
+    progress,
+    shapes,
+    solve,
+    verify
+);
 
 /// The exit codes, as `--help` lists them.
 const EXIT_CODES: &str = "Exit codes:

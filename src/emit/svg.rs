@@ -6,7 +6,8 @@ use std::fmt::Write;
 use super::table::{Run, Table, TensorEntry};
 
 /// What the rectangles' fill says.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ColourBy {
     /// Input, output, intermediate, in-place or alias.
     #[default]

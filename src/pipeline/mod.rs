@@ -65,7 +65,8 @@ pub struct Options {
 }
 
 /// How the execution order is chosen.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ScheduleChoice {
     /// The model's stored order (made topological if it is not).
     #[default]

@@ -53,7 +53,8 @@ pub struct TrialPlan {
 }
 
 /// Whether the pass may split operators.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SplitChoice {
     /// Plan the model as given.
     #[default]

@@ -12,7 +12,8 @@ pub use find::find_units;
 use crate::ir::Graph;
 
 /// How a model with Q/DQ nodes is run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum QdqChoice {
     /// Each DQ → operator → Q pattern of the rule table runs as one integer kernel: only its
     /// integer inputs and outputs take arena bytes.

@@ -15,7 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::rules::{RowRead, RowRule, RuleSet, row_rule};
+use super::rules::{Fixup, RowRead, RowRule, RuleSet, row_rule};
 use crate::ir::{Graph, NodeId, ValueId};
 use crate::liveness::TensorKind;
 use crate::split::chain::is_foldable_shape;
@@ -103,10 +103,6 @@ pub fn row_chain(
         let Some(out) = node.outputs.first().copied().flatten() else {
             continue;
         };
-        // Only the last node may make several tensors (a Split's parts).
-        if id != seed && node.outputs.iter().flatten().count() > 1 {
-            continue;
-        }
         let Some(Some(axis)) = wanted.get(&out).copied() else {
             continue;
         };
@@ -129,14 +125,21 @@ pub fn row_chain(
         let Some(rule) = row_rule(graph, node, axis, rules) else {
             continue;
         };
+        // Only the last node may make several blocked tensors (a Split's parts); a
+        // DynamicQuantizeLinear's scale and zero point are made whole, so it never ends a
+        // chain (its output would be assembled whole again).
+        let several = node.outputs.iter().flatten().count() > 1;
+        let whole_scale = rule.fixup == Fixup::WholeScale;
+        if (id != seed && several && !whole_scale) || (id == seed && whole_scale) {
+            continue;
+        }
         // Rows map one to one, but for a Reshape's in proportion (see its rule).
         let extent = crate::split::rules::shape_of(graph, out)?
             .get(axis)
             .copied();
         let reshape = node.op_type == "Reshape" && node.domain.is_empty();
         if rule.reads.iter().zip(&node.inputs).any(|(r, v)| {
-            matches!(r, RowRead::Rows(_))
-                && v.is_some_and(|v| !reshape && dim(graph, v, r) != extent)
+            r.rows().is_some() && v.is_some_and(|v| !reshape && dim(graph, v, r) != extent)
         }) {
             continue;
         }
@@ -331,8 +334,6 @@ fn cone_cost(
 
 /// The extent of the axis a read cuts.
 fn dim(graph: &Graph, value: ValueId, read: &RowRead) -> Option<i64> {
-    let RowRead::Rows(a) = *read else {
-        return None;
-    };
+    let a = read.rows()?;
     crate::split::rules::shape_of(graph, value)?.get(a).copied()
 }

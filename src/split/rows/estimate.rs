@@ -2,7 +2,6 @@
 //! scores the best few.
 
 use super::chain::RowChain;
-use super::rules::RowRead;
 use crate::emit::Table;
 use crate::ir::{Graph, ValueId};
 use crate::split::estimate::{crossing, outside_peak};
@@ -53,7 +52,7 @@ fn block_peak(graph: &Graph, chain: &RowChain, blocks: i64) -> u64 {
             .iter()
             .zip(&node.inputs)
             .filter_map(|(r, v)| match (r, v) {
-                (RowRead::Rows(_), Some(v)) if position(*v).is_none() => Some(part(*v)),
+                (r, Some(v)) if r.rows().is_some() && position(*v).is_none() => Some(part(*v)),
                 _ => None,
             })
             .sum();

@@ -6,10 +6,12 @@
 //! [`rules`] is the per-operator table (which input axes a block of output rows reads),
 //! [`chain`] grows chains backwards from a tensor, [`rewrite`] builds the blocked graph and
 //! [`estimate`] ranks candidates for the search; [`sink`] gives the rewrite the order it
-//! starts from.
+//! starts from; [`quantize`] computes a DynamicQuantizeLinear's scale and zero point whole
+//! for the blocks that quantize their rows by them.
 
 pub mod chain;
 pub mod estimate;
+pub mod quantize;
 pub mod rewrite;
 pub mod rules;
 pub mod sink;

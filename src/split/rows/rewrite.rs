@@ -7,12 +7,13 @@
 //! block and also kept. Several disjoint chains (repeated layers cut alike) are rewritten at
 //! once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::super::glue::{Glue, splice};
+use super::super::glue::{Glue, op, splice};
 use super::super::region::Span;
 use super::super::rewrite::{Parts, Rewritten};
 use super::chain::RowChain;
+use super::quantize;
 use super::rules::{Fixup, RowRead};
 use crate::ir::{Graph, NodeId};
 use crate::onnx::proto::{ModelProto, NodeProto};
@@ -47,10 +48,30 @@ pub fn rewrite_rows(
     let mut copies = Vec::with_capacity(cuts.len());
     let mut replaced: HashSet<NodeId> = HashSet::new();
     let mut internal: HashSet<&str> = HashSet::new();
+    // The whole scales and zero points, each computed where its DynamicQuantizeLinear ran
+    // (after these, so the rewrites of the cuts and their parts stay aligned).
+    let mut scale_rewrites = Vec::new();
     for cut in cuts {
         let chain = cut.chain;
         let mut e = Glue::new(proto, graph, &cut.label);
-        copies.push(block_copies(&mut e, proto, graph, cut));
+        let scales = whole_scale_names(&mut e, graph, chain);
+        copies.push(block_copies(&mut e, (proto, graph), cut, &scales));
+        for (&id, [scale, zero_point]) in &scales {
+            let from = e.nodes.len();
+            let node = &graph.nodes[id];
+            let x = &graph.values[node.inputs[0].expect("a quantized input")].name;
+            let base = if node.name.is_empty() {
+                &node.op_type
+            } else {
+                &node.name
+            };
+            quantize::scale_and_zero_point(&mut e, x, [scale, zero_point], base);
+            let step = order
+                .iter()
+                .position(|&n| n == id)
+                .expect("the chain is in the order");
+            scale_rewrites.push((step, e.detach(from)));
+        }
         // Shape readers of chain tensors become initializers holding the value inference
         // found.
         e.fold_shapes(graph, &chain.folded);
@@ -73,6 +94,7 @@ pub fn rewrite_rows(
             + 1;
         rewrites.push((end, e));
     }
+    rewrites.append(&mut scale_rewrites);
     let skip = |n: NodeId| replaced.contains(&n);
     let (model, kept, glue) = splice(proto, order, rewrites, &skip, &internal);
     Rewritten {
@@ -93,9 +115,15 @@ pub fn rewrite_rows(
 }
 
 /// Adds to `e` one copy of the cut's chain per block (reading slices of the tensors made
-/// before it, with the Concat assembling each output); returns, per chain node, its copies'
-/// names.
-fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -> Vec<Vec<String>> {
+/// before it, with the Concat assembling each output; a DynamicQuantizeLinear's copies are
+/// QuantizeLinear nodes by its whole scale and zero point, named by `scales`); returns, per
+/// chain node, its copies' names.
+fn block_copies(
+    e: &mut Glue,
+    (proto, graph): (&ModelProto, &Graph),
+    cut: &RowCut,
+    scales: &BTreeMap<NodeId, [String; 2]>,
+) -> Vec<Vec<String>> {
     let (chain, blocks) = (cut.chain, cut.blocks);
     let old = &proto
         .graph
@@ -138,7 +166,7 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
                         e.constant(target)
                     }
                     (RowRead::Whole, Some(v)) => graph.values[v].name.clone(),
-                    (RowRead::Rows(axis), Some(v)) => {
+                    (RowRead::Rows(axis) | RowRead::RowsOfWhole(axis), Some(v)) => {
                         let inside = graph.values[v]
                             .producer
                             .and_then(|p| position.get(&p).copied());
@@ -163,11 +191,17 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
                 };
                 inputs.push(name);
             }
-            let source = &old[id];
+            let mut source = old[id].clone();
+            // A DynamicQuantizeLinear's blocks quantize by the whole scale and zero point.
+            if let Some([scale, zero_point]) = scales.get(&id) {
+                source = op("QuantizeLinear", Vec::new(), "", "", Vec::new());
+                inputs.extend([scale.clone(), zero_point.clone()]);
+            }
             // The last node may make several tensors (a Split's parts): one copy of each.
             let outs: Vec<String> = node
                 .outputs
                 .iter()
+                .take(source.output.len())
                 .map(|o| o.map_or_else(String::new, |v| e.fresh(&graph.values[v].name, &tag)))
                 .collect();
             let out = outs[0].clone();
@@ -186,7 +220,7 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
                 input: inputs,
                 output: outs,
                 name: Some(node_name.clone()),
-                ..source.clone()
+                ..source
             });
             copies[k].push(node_name);
             made.push(out);
@@ -197,6 +231,28 @@ fn block_copies(e: &mut Glue, proto: &ModelProto, graph: &Graph, cut: &RowCut) -
         e.concat(parts, axis, &graph.values[v].name);
     }
     copies
+}
+
+/// The names of the scale and zero point of each DynamicQuantizeLinear of the chain: its own
+/// outputs', fresh ones for those it omits.
+fn whole_scale_names(
+    e: &mut Glue,
+    graph: &Graph,
+    chain: &RowChain,
+) -> BTreeMap<NodeId, [String; 2]> {
+    let quantizers = chain.nodes.iter().zip(&chain.rules);
+    let quantizers = quantizers.filter(|(_, r)| r.fixup == Fixup::WholeScale);
+    quantizers
+        .map(|(&id, _)| {
+            let node = &graph.nodes[id];
+            let name =
+                |e: &mut Glue, i: usize, what: &str| match node.outputs.get(i).copied().flatten() {
+                    Some(v) => graph.values[v].name.clone(),
+                    None => e.fresh(&node.op_type, what),
+                };
+            (id, [name(e, 1, "scale"), name(e, 2, "zero_point")])
+        })
+        .collect()
 }
 
 /// Cuts each run-time tensor the chain reads from outside along an axis by one Split into the

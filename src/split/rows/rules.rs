@@ -16,6 +16,19 @@ pub enum RowRead {
     Whole,
     /// Rows `[s, e)` along this axis of the input.
     Rows(usize),
+    /// Rows `[s, e)` along this axis of an input that must also exist whole, so it is made
+    /// before the chain (a DynamicQuantizeLinear's, whose scale comes from all of it).
+    RowsOfWhole(usize),
+}
+
+impl RowRead {
+    /// The axis a block reads rows along, if it reads rows.
+    pub fn rows(self) -> Option<usize> {
+        match self {
+            RowRead::Rows(a) | RowRead::RowsOfWhole(a) => Some(a),
+            RowRead::Absent | RowRead::Whole => None,
+        }
+    }
 }
 
 /// What a row-blocked node needs besides sliced inputs.
@@ -26,6 +39,10 @@ pub enum Fixup {
     /// A Reshape, Expand or ConstantOfShape: its shape input (at this index) becomes the
     /// block's output shape.
     ShapeTarget(usize),
+    /// A DynamicQuantizeLinear: its scale and zero point (outputs 1 and 2) are computed once
+    /// from the whole input ([`super::quantize`]), and each block quantizes its rows with a
+    /// QuantizeLinear by them. Its other outputs may be read outside the chain.
+    WholeScale,
 }
 
 /// The rule of one node for one output axis.
@@ -71,8 +88,11 @@ pub fn row_rule(
 ) -> Option<RowRule> {
     let extended = set == RuleSet::Extended;
     let out = node.outputs.first().copied().flatten()?;
-    let split = node.op_type == "Split" && node.domain.is_empty();
-    if (!split && node.outputs.iter().skip(1).any(Option::is_some)) || !node.subgraphs.is_empty() {
+    // A Split's parts are all blocked; a DynamicQuantizeLinear's scale and zero point are not.
+    let several = node.domain.is_empty()
+        && matches!(node.op_type.as_str(), "Split" | "DynamicQuantizeLinear");
+    if (!several && node.outputs.iter().skip(1).any(Option::is_some)) || !node.subgraphs.is_empty()
+    {
         return None;
     }
     let out_shape = shape_of(graph, out)?;
@@ -136,6 +156,21 @@ pub fn row_rule(
         }
         ("", name) if REDUCTIONS.contains(&name) => reduction(graph, node, &out_shape, axis),
         ("", "MatMul") => matmul(&input_shape(0)?, &input_shape(1)?, &out_shape, axis),
+        ("", "MatMulInteger") => {
+            let a_zero = match node.inputs.get(2).copied().flatten() {
+                Some(_) => Some(input_shape(2)?),
+                None => None,
+            };
+            let (a, b) = (input_shape(0)?, input_shape(1)?);
+            let mut rule = matmul_integer(&a, &b, a_zero.as_deref(), &out_shape, axis)?;
+            rule.reads[3] = absent_or(node, 3, RowRead::Whole);
+            rule.reads.truncate(node.inputs.len());
+            Some(rule)
+        }
+        ("", "DynamicQuantizeLinear") => Some(RowRule {
+            reads: vec![RowRead::RowsOfWhole(axis)],
+            fixup: Fixup::WholeScale,
+        }),
         ("com.microsoft", "FusedMatMul") => {
             // alpha · op(A) · op(B): with A neither transposed nor batch-transposed and B's
             // batch axes in place, output rows and batches come from A's (and B's batch
@@ -380,6 +415,25 @@ fn matmul(a: &[i64], b: &[i64], out: &[i64], axis: usize) -> Option<RowRule> {
     })
 }
 
+/// MatMulInteger: MatMul's reads for A and B, then A's zero point (`a_zero`: its shape, if
+/// given) read whole when it is one value for the whole tensor (a per-row one differs between
+/// blocks: no rule), then B's read whole (per tensor or per column).
+fn matmul_integer(
+    a: &[i64],
+    b: &[i64],
+    a_zero: Option<&[i64]>,
+    out: &[i64],
+    axis: usize,
+) -> Option<RowRule> {
+    if a_zero.is_some_and(|s| s.iter().product::<i64>() != 1) {
+        return None;
+    }
+    let mut rule = matmul(a, b, out, axis)?;
+    let a_zero = a_zero.map_or(RowRead::Absent, |_| RowRead::Whole);
+    rule.reads.extend([a_zero, RowRead::Whole]);
+    Some(rule)
+}
+
 /// How a Gather along `along` with indices of rank `indices` reads its data and indices when
 /// blocks cut output `axis`: the output's axes are the data's before `along`, the indices',
 /// then the data's after `along`.
@@ -482,6 +536,23 @@ mod tests {
         );
         assert_eq!(aligned(&[1, 1, 128, 128], &scores, 1), Some(RowRead::Whole));
         assert_eq!(aligned(&[1, 3, 128, 128], &scores, 1), None);
+    }
+
+    #[test]
+    fn matmul_integer_rows_read_zero_points_whole_worked_by_hand() {
+        // quantize_dynamic's projection: A u8 [1, 128, 128] cut along its token axis 1,
+        // B u8 [128, 512], a_zero_point a scalar: rows of A, B and both zero points whole.
+        let (a, b, out) = ([1, 128, 128], [128, 512], [1, 128, 512]);
+        let rule = matmul_integer(&a, &b, Some(&[][..]), &out, 1).unwrap();
+        let (rows, whole) = (RowRead::Rows(1), RowRead::Whole);
+        assert_eq!(rule.reads, [rows, whole, whole, whole]);
+        // Without a_zero_point: absent.
+        let rule = matmul_integer(&a, &b, None, &out, 1).unwrap();
+        assert_eq!(rule.reads, [rows, whole, RowRead::Absent, whole]);
+        // A per-row zero point [128] of A differs between blocks' rows: no rule.
+        assert!(matmul_integer(&a, &b, Some(&[128][..]), &out, 1).is_none());
+        // The columns (axis 2) are not row-independent.
+        assert!(matmul_integer(&a, &b, Some(&[][..]), &out, 2).is_none());
     }
 
     #[test]

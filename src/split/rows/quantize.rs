@@ -1,0 +1,96 @@
+//! A DynamicQuantizeLinear in a row chain: its scale and zero point come from the minimum and
+//! maximum of its WHOLE input, so no block can compute them alone. The rewrite computes them
+//! once, before the blocks, from the whole input with ReduceMin, ReduceMax and the arithmetic
+//! of the operator (as onnxruntime's kernel does it), under the original output names; each
+//! block then quantizes its own rows with QuantizeLinear by them. The same arithmetic on the
+//! same values, so the blocks' rows are the bytes the whole operator makes.
+//!
+//! With `x_min`, `x_max` the input's extremes, `lo = min(x_min, 0)`, `hi = max(x_max, 0)`:
+//! `scale = (hi − lo) / 255`, or 1 when `hi = lo` (an all-zero input: onnxruntime's rule, where
+//! the formula would divide by zero), and `zero_point = round_half_even(clamp(0 − lo / scale,
+//! 0, 255))` as uint8.
+
+use super::super::glue::{Glue, int_attribute, op};
+use crate::ir::DType;
+use crate::onnx::proto::{NodeProto, TensorProto};
+
+/// Adds to `e` the nodes computing a DynamicQuantizeLinear's scale and zero point from the
+/// whole of `x`, writing them to `scale` and `zero_point`; `base` prefixes the new names.
+pub fn scale_and_zero_point(e: &mut Glue, x: &str, [scale, zero_point]: [&str; 2], base: &str) {
+    let mut steps = Steps { e, base };
+    let zero = steps.float(0.0);
+    let one = steps.float(1.0);
+    let top = steps.float(255.0);
+    let reduce = |s: &mut Steps, op_type: &str| {
+        let mut node = s.node(op_type, vec![x.to_string()]);
+        node.attribute.push(int_attribute("keepdims", 0));
+        s.push(node)
+    };
+    let x_min = reduce(&mut steps, "ReduceMin");
+    let x_max = reduce(&mut steps, "ReduceMax");
+    let lo = steps.add("Min", [&x_min, &zero]);
+    let hi = steps.add("Max", [&x_max, &zero]);
+    let range = steps.add("Sub", [&hi, &lo]);
+    let ratio = steps.add("Div", [&range, &top]);
+    let flat = steps.add("Equal", [&hi, &lo]);
+    steps.add_to("Where", &[&flat, &one, &ratio], scale);
+    let shift = steps.add("Div", [&lo, scale]);
+    let initial = steps.add("Sub", [&zero, &shift]);
+    let below = steps.add("Min", [&initial, &top]);
+    let clamped = steps.add("Max", [&below, &zero]);
+    let rounded = steps.add("Round", [&clamped]);
+    let mut cast = steps.node("Cast", vec![rounded]);
+    cast.attribute
+        .push(int_attribute("to", i64::from(DType::Uint8.to_onnx())));
+    cast.output = vec![zero_point.to_string()];
+    steps.e.glue.push(cast.name().to_string());
+    steps.e.nodes.push(cast);
+}
+
+/// Adds nodes with fresh names under one base.
+struct Steps<'a> {
+    e: &'a mut Glue,
+    base: &'a str,
+}
+
+impl Steps<'_> {
+    /// A float32 scalar initializer holding `value`.
+    fn float(&mut self, value: f32) -> String {
+        let name = self.e.fresh(self.base, &format!("const_{value}"));
+        self.e.initializers.push(TensorProto {
+            name: Some(name.clone()),
+            data_type: Some(DType::Float.to_onnx()),
+            raw_data: Some(value.to_le_bytes().to_vec().into()),
+            ..Default::default()
+        });
+        name
+    }
+
+    /// A node of `op_type` reading `inputs`, with a fresh name and a fresh output name.
+    fn node(&mut self, op_type: &str, inputs: Vec<String>) -> NodeProto {
+        let out = self.e.fresh(self.base, op_type);
+        let name = self.e.names.fresh(&format!("{out}/node"));
+        op(op_type, inputs, &out, &name, Vec::new())
+    }
+
+    /// Adds `node`; returns its output.
+    fn push(&mut self, node: NodeProto) -> String {
+        let out = node.output[0].clone();
+        self.e.glue.push(node.name().to_string());
+        self.e.nodes.push(node);
+        out
+    }
+
+    /// Adds a node of `op_type` reading `inputs`; returns its output.
+    fn add<const N: usize>(&mut self, op_type: &str, inputs: [&str; N]) -> String {
+        let node = self.node(op_type, inputs.iter().map(|s| s.to_string()).collect());
+        self.push(node)
+    }
+
+    /// Adds a node of `op_type` reading `inputs` and writing `out`.
+    fn add_to(&mut self, op_type: &str, inputs: &[&str], out: &str) {
+        let mut node = self.node(op_type, inputs.iter().map(|s| s.to_string()).collect());
+        node.output = vec![out.to_string()];
+        self.push(node);
+    }
+}

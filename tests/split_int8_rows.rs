@@ -1,0 +1,402 @@
+//! Row blocking through the operators `onnxruntime.quantization.quantize_dynamic` emits for a
+//! transformer's projections, on a hand-built feed-forward block at S tokens:
+//! X[1,S,8] → DynamicQuantizeLinear → (Xq u8, Xs, Xz) → MatMulInteger(Xq, W1 u8 [8,32], Xz, W1z)
+//! [1,S,32] i32 → Cast float → Mul (Xs·W1s, a scalar) → Add bias [32] → Relu → MatMul W2 [32,8]
+//! → Y[1,S,8].
+//!
+//! Worked by hand for S = 16 and 4 blocks: a row of the MatMulInteger's output needs its own
+//! row of Xq and all of W1; both zero points and the scale product are one value each (read
+//! whole), and Cast, Mul, Add, Relu and the last MatMul keep rows independent. A row of Xq
+//! needs its own row of X and the scale and zero point, which come from the minimum and
+//! maximum of the WHOLE of X: they are computed once, before the blocks, and each block
+//! quantizes its rows by them with a QuantizeLinear. So the chain making Y along the token
+//! axis (1) holds DynamicQuantizeLinear, MatMulInteger, Cast, Mul (by the scale), Add, Relu
+//! and MatMul: 7 nodes, and X (a graph input, made before the chain) is read whole once (by
+//! ReduceMin and ReduceMax) and in rows by the blocks. Block b computes rows [4b, 4b+4), so
+//! each block's QuantizeLinear makes [1,4,8] and its MatMulInteger [1,4,32], a quarter of
+//! [1,16,32]. Integer products and the same float operations on the same values: the rewritten
+//! model must match the original bit for bit in onnxruntime (through `.ci/venv` or
+//! `MEMPLAN_PYTHON`; the test says so and skips that part when neither has onnxruntime).
+
+mod common;
+
+use std::process::Command;
+
+use common::{float_info, float_init, model, node, with_int, write_model};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto, ValueInfoProto, type_proto};
+use onnx_memplan::pipeline::load_typed;
+use onnx_memplan::split::region::Span;
+use onnx_memplan::split::rows::chain::{Recompute, row_chain};
+use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
+use onnx_memplan::split::rows::rules::RuleSet;
+
+/// A uint8 initializer (ONNX element type 2).
+fn u8_init(name: &str, dims: &[i64], values: &[u8]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(2),
+        raw_data: Some(values.to_vec().into()),
+        ..Default::default()
+    }
+}
+
+/// The dynamically quantized feed-forward block at `s` tokens (described above).
+fn quantized_ffn(s: i64) -> ModelProto {
+    let w1: Vec<u8> = (0..8 * 32).map(|i| ((i * 37 + 11) % 256) as u8).collect();
+    let w2: Vec<f32> = (0..32 * 8)
+        .map(|i| ((i as f32) * 0.37).sin() * 0.5)
+        .collect();
+    let bias: Vec<f32> = (0..32).map(|i| ((i as f32) * 0.7).cos()).collect();
+    model(GraphProto {
+        name: Some("quantized_ffn".into()),
+        node: vec![
+            node("DynamicQuantizeLinear", &["x"], &["xq", "xs", "xz"]),
+            node("Mul", &["xs", "w1s"], &["s"]),
+            node("MatMulInteger", &["xq", "w1", "xz", "w1z"], &["mi"]),
+            with_int(node("Cast", &["mi"], &["c"]), "to", 1),
+            node("Mul", &["c", "s"], &["scaled"]),
+            node("Add", &["scaled", "b1"], &["h"]),
+            node("Relu", &["h"], &["r"]),
+            node("MatMul", &["r", "w2"], &["y"]),
+        ],
+        input: vec![float_info("x", &[1, s, 8])],
+        output: vec![float_info("y", &[1, s, 8])],
+        initializer: vec![
+            u8_init("w1", &[8, 32], &w1),
+            u8_init("w1z", &[], &[131]),
+            float_init("w1s", &[], &[0.0123]),
+            float_init("b1", &[32], &bias),
+            float_init("w2", &[32, 8], &w2),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("ffn.onnx");
+    write_model(&quantized_ffn(16), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let rules = (17, RuleSet::Plain, Recompute::Cheap);
+    let chain =
+        row_chain(graph, &order, [0, order.len() - 1], 1, rules, &|_| true).expect("a row chain");
+    let ops: Vec<&str> = chain
+        .nodes
+        .iter()
+        .map(|&n| graph.nodes[n].op_type.as_str())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "DynamicQuantizeLinear",
+            "MatMulInteger",
+            "Cast",
+            "Mul",
+            "Add",
+            "Relu",
+            "MatMul"
+        ]
+    );
+    assert_eq!(chain.axes, [1; 7]);
+    assert_eq!(chain.rows, 16);
+
+    let blocks = Span::parts(16, 4);
+    let cut = RowCut {
+        chain: &chain,
+        blocks: &blocks,
+        label: "split1".to_string(),
+        blockwise: None,
+    };
+    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let split = dir.path().join("ffn.split.onnx");
+    write_model(&rewritten.model, &split);
+    // Four QuantizeLinears making [1,4,8] and four MatMulIntegers making [1,4,32] (worked
+    // above); the scale and zero point from one ReduceMin and one ReduceMax.
+    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
+    let count = |op: &str| {
+        blocked
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| n.op_type == op)
+            .count()
+    };
+    let made = |op: &str| -> Vec<Vec<i64>> {
+        let graph = &blocked.graph;
+        let made_by = graph.nodes.iter().filter(|n| n.op_type == op);
+        made_by
+            .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
+            .collect()
+    };
+    assert_eq!(made("QuantizeLinear"), vec![vec![1, 4, 8]; 4]);
+    assert_eq!(made("MatMulInteger"), vec![vec![1, 4, 32]; 4]);
+    assert_eq!(count("DynamicQuantizeLinear"), 0);
+    assert_eq!((count("ReduceMin"), count("ReduceMax")), (1, 1));
+
+    // The rewritten model plans and verifies, and matches the original bit for bit.
+    let plan = common::run_cli(&[
+        "plan",
+        split.to_str().unwrap(),
+        "-o",
+        dir.path().join("p.onnx").to_str().unwrap(),
+    ]);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert_bit_identical(&original, &split, &["normal"]);
+}
+
+/// A tensor value info of ONNX element type `elem`.
+fn typed_info(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
+    let mut info = float_info(name, dims);
+    if let Some(type_proto::Value::TensorType(t)) =
+        info.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(elem);
+    }
+    info
+}
+
+/// X[1,16,8] → DynamicQuantizeLinear → (Xq, Xs, Xz); Xq → Cast int32 → C; outputs C, Xs, Xz.
+fn quantize_only() -> ModelProto {
+    model(GraphProto {
+        name: Some("quantize_only".into()),
+        node: vec![
+            node("DynamicQuantizeLinear", &["x"], &["xq", "xs", "xz"]),
+            with_int(node("Cast", &["xq"], &["c"]), "to", 6),
+        ],
+        input: vec![float_info("x", &[1, 16, 8])],
+        output: vec![
+            typed_info("c", 6, &[1, 16, 8]),
+            float_info("xs", &[]),
+            typed_info("xz", 2, &[]),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
+    // The chain making C along axis 1 is the DynamicQuantizeLinear and the Cast (Cast of
+    // uint8 to int32 is one to one, so C shows every byte of Xq). In 4 blocks, the scale and
+    // zero point (graph outputs, read outside the chain) and every block's quantized rows must
+    // be onnxruntime's own, bit for bit, on inputs chosen to break a wrong formula:
+    // all-positive (lo = 0, zero point 0), all-negative (hi = 0, zero point 255), all zeros
+    // (onnxruntime's scale 1 where the formula divides by zero), a constant, values halfway
+    // between quantization steps with the zero point itself halfway (lo = -2.5, hi = 252.5:
+    // scale exactly 1, zero point round_half_even(2.5) = 2, and -3.5..251.5: 4), denormals,
+    // and magnitudes whose range overflows to an infinite scale.
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("q.onnx");
+    write_model(&quantize_only(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let rules = (17, RuleSet::Plain, Recompute::Cheap);
+    let chain = row_chain(graph, &order, [0, 1], 1, rules, &|_| true).expect("a row chain");
+    assert_eq!(chain.nodes, [0, 1]);
+    let blocks = Span::parts(16, 4);
+    let cut = RowCut {
+        chain: &chain,
+        blocks: &blocks,
+        label: "split1".to_string(),
+        blockwise: None,
+    };
+    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let split = dir.path().join("q.split.onnx");
+    write_model(&rewritten.model, &split);
+    let ops: Vec<&str> = rewritten
+        .model
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| n.op_type())
+        .collect();
+    assert_eq!(ops.iter().filter(|&&o| o == "QuantizeLinear").count(), 4);
+    assert!(!ops.contains(&"DynamicQuantizeLinear"));
+    let inputs = [
+        "normal",
+        "positive",
+        "negative",
+        "zeros",
+        "constant",
+        "ties_even",
+        "ties_odd",
+        "denormal",
+        "one_negative",
+        "huge",
+    ];
+    assert_bit_identical(&original, &split, &inputs);
+}
+
+/// Runs both models in onnxruntime (all graph optimizations off) on the same input `x` of
+/// each kind of `inputs` (see the script) and asserts every output is bit-identical (same
+/// dtype, shape and bytes).
+fn assert_bit_identical(original: &std::path::Path, rewritten: &std::path::Path, inputs: &[&str]) {
+    let Some(python) = common::ort_python() else {
+        eprintln!(
+            "SKIPPED onnxruntime comparison: no Python with onnxruntime (run scripts/ort_check.sh \
+             once to create .ci/venv, or set MEMPLAN_PYTHON)"
+        );
+        return;
+    };
+    let script = r#"
+import sys, numpy as np, onnxruntime as ort
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
+shape = a.get_inputs()[0].shape
+n = int(np.prod(shape))
+normal = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+def halves(lo):
+    # lo, lo + 2, ... every value halfway between two steps of scale 1; the last moved to
+    # lo + 255 so that the range is exactly 255.
+    x = (np.arange(n, dtype=np.float32) * 2 + np.float32(lo)).reshape(shape)
+    x.flat[-1] = lo + 255
+    return x
+def one_negative():
+    x = np.zeros(shape, np.float32)
+    x.flat[0] = -1
+    return x
+kinds = {
+    "normal": lambda: normal,
+    "positive": lambda: np.abs(normal) + np.float32(0.1),
+    "negative": lambda: -np.abs(normal) - np.float32(0.1),
+    "zeros": lambda: np.zeros(shape, np.float32),
+    "constant": lambda: np.full(shape, 3, np.float32),
+    "ties_even": lambda: halves(-2.5),
+    "ties_odd": lambda: halves(-3.5),
+    "denormal": lambda: normal * np.float32(1e-40),
+    "one_negative": one_negative,
+    "huge": lambda: np.clip(normal, -1, 1) * np.float32(3e38),
+}
+bad = []
+for kind in sys.argv[3:]:
+    x = kinds[kind]()
+    ya, yb = a.run(None, {"x": x}), b.run(None, {"x": x})
+    same = all(p.dtype == q.dtype and p.shape == q.shape and p.tobytes() == q.tobytes() for p, q in zip(ya, yb))
+    diff = max(float(np.abs(p.astype(np.float64) - q.astype(np.float64)).max()) for p, q in zip(ya, yb))
+    print(f"{kind}: bit-identical {same}, max abs diff {diff}")
+    if not same:
+        bad.append(kind)
+sys.exit(1 if bad else 0)
+"#;
+    let run = Command::new(python)
+        .args(["-c", script])
+        .arg(original)
+        .arg(rewritten)
+        .args(inputs)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout);
+    eprintln!("onnxruntime: {said}");
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// The quantized feed-forward block of [`quantized_ffn`] at 256 tokens, 64 wide, with a hidden
+/// layer of 256 (weights a fixed pattern).
+fn wide_ffn() -> ModelProto {
+    let (d, f) = (64, 256);
+    let w1: Vec<u8> = (0..d * f).map(|i| ((i * 37 + 11) % 256) as u8).collect();
+    let w2: Vec<f32> = (0..f * d)
+        .map(|i| ((i as f32) * 0.37).sin() * 0.05)
+        .collect();
+    let bias: Vec<f32> = (0..f).map(|i| ((i as f32) * 0.7).cos()).collect();
+    let mut m = quantized_ffn(256);
+    let g = m.graph.as_mut().unwrap();
+    g.input = vec![float_info("x", &[1, 256, d])];
+    g.output = vec![float_info("y", &[1, 256, d])];
+    g.initializer = vec![
+        u8_init("w1", &[d, f], &w1),
+        u8_init("w1z", &[], &[131]),
+        float_init("w1s", &[], &[0.0123]),
+        float_init("b1", &[f], &bias),
+        float_init("w2", &[f, d], &w2),
+    ];
+    m
+}
+
+#[test]
+fn split_auto_blocks_through_the_dynamic_quantize_linear() {
+    // Worked by hand, unsplit under --schedule memory: X (65,536 B) dies at the
+    // DynamicQuantizeLinear; Cast, Mul, Add and Relu overwrite the MatMulInteger's int32 output
+    // (262,144 B) in place, so the peak is at the last MatMul: its input (262,144 B) and Y
+    // (65,536 B), 327,680 B. Split, the whole chain from the DynamicQuantizeLinear to Y runs in
+    // blocks of rows and the arena must at least halve (the issue's 2×), the plan verify, the
+    // model match the original bit for bit in onnxruntime and run inside its arena.
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("wide.onnx");
+    write_model(&wide_ffn(), &original);
+    let out = dir.path().join("wide.split.onnx");
+    let run = common::plan_to(
+        &original,
+        &out,
+        &["--schedule", "memory", "--split", "auto"],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table_path = dir.path().join("wide.split.memplan.json");
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let splits = &table["splits"];
+    assert_eq!(splits["arena_before"], 327_680);
+    let after = splits["arena_after"].as_u64().unwrap();
+    assert!(after * 2 <= 327_680, "arena after the split: {after}");
+    let ops: Vec<&str> = splits["chains"][0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["op_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "DynamicQuantizeLinear",
+            "MatMulInteger",
+            "Cast",
+            "Mul",
+            "Add",
+            "Relu",
+            "MatMul"
+        ]
+    );
+    common::assert_verifies(&out, &table_path);
+    assert_bit_identical(
+        &original,
+        &out,
+        &["normal", "positive", "negative", "zeros"],
+    );
+    let Some(python) = common::ort_python() else {
+        eprintln!("SKIPPED arena run: no Python with onnxruntime");
+        return;
+    };
+    let arena = Command::new(python)
+        .arg(common::root().join("scripts/arena_run.py"))
+        .args(["--model", out.to_str().unwrap()])
+        .args(["--table", table_path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&arena.stdout);
+    eprintln!("arena run: {said}");
+    assert!(
+        arena.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&arena.stderr)
+    );
+}
