@@ -3,7 +3,8 @@
 //!
 //! Per model, same run: the arena with `--schedule memory` (the baseline) and with
 //! `--schedule memory --split auto` (default 10% extra MACs), their ratio, the extra MACs in
-//! percent of the model's, the chains split, the whole-pass time of both, and whether
+//! percent of the model's, the chains split, the whole-pass time of both and their ratio, what
+//! ended the split search (the work, never the clock, on a working machine), and whether
 //! `--budget` at half the lower bound fits without and with splitting, and the arenas with
 //! `--exclude-io` (graph inputs and outputs outside the arena) without and with splitting. Then
 //! the geometric mean of the ratio over the CNNs (Conv and no MatMul), over the transformers
@@ -82,9 +83,9 @@ fn geomean(values: &[f64]) -> f64 {
 
 fn main() {
     println!(
-        "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with | --budget 50% of bound, unsplit | split | --exclude-io | + --split auto | before/after |"
+        "| model | arena, --schedule memory | + --split auto | before/after | extra MACs % | chains | ms without | ms with | time with/without | split ended by | --budget 50% of bound, unsplit | split | --exclude-io | + --split auto | before/after |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut cnn, mut transformers, mut all) = (Vec::new(), Vec::new(), Vec::new());
     let mut long = Vec::new();
     let mut mobilenet = None;
@@ -129,11 +130,13 @@ fn main() {
         let (no_io, no_io_split) = (no_io.unwrap_or(0), no_io_split.unwrap_or(0));
         let io_ratio = no_io as f64 / no_io_split.max(1) as f64;
         println!(
-            "| {name} | {} | {} | {ratio:.2}x | {:.2} | {} | {base_ms:.0} | {split_ms:.0} | {unsplit_fits} | {split_fits} | {no_io} | {no_io_split} | {io_ratio:.2}x |",
+            "| {name} | {} | {} | {ratio:.2}x | {:.2} | {} | {base_ms:.0} | {split_ms:.0} | {:.1}x | {} | {unsplit_fits} | {split_fits} | {no_io} | {no_io_split} | {io_ratio:.2}x |",
             arena(&base),
             arena(&split),
             extra_pct(&split),
             split.table.splits.as_ref().map_or(0, |s| s.chains.len()),
+            split_ms / base_ms.max(1e-3),
+            split_ended_by(&split),
         );
         peaks.push(format!("| {name} | {} |", what_sets_the_peak(&split)));
         all.push(ratio);
@@ -202,6 +205,14 @@ fn main() {
             _ => println!("| {pct} | error |"),
         }
     }
+}
+
+/// What ended the split search (`work-budget`, `complete`, or `time-limit` when the safety
+/// stop fired).
+fn split_ended_by(planned: &Planned) -> String {
+    let searches = &planned.table.stats.searches;
+    let split = searches.iter().find(|s| s.planner == "split");
+    split.map_or_else(|| "-".into(), |s| s.ended_by.clone())
 }
 
 /// The step of a plan where the live bytes peak: its node, the live bytes, and the four

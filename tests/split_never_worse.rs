@@ -128,7 +128,14 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         before_trial.set(Some(spent.get()));
         Ok(None)
     };
-    let outcome = search(&planned.original, &first, &split, &stop_at_trial, &spend).unwrap();
+    let outcome = search(
+        &planned.original,
+        &first,
+        &split,
+        &stop_at_trial,
+        (&spend, &Default::default()),
+    )
+    .unwrap();
     assert!(outcome.info.chains.is_empty());
     let estimates = before_trial
         .get()
@@ -146,7 +153,14 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         trials.set(trials.get() + 1);
         Ok(None)
     };
-    let outcome = search(&planned.original, &first, &split, &count_trial, &limited).unwrap();
+    let outcome = search(
+        &planned.original,
+        &first,
+        &split,
+        &count_trial,
+        (&limited, &Default::default()),
+    )
+    .unwrap();
     assert_eq!(trials.get(), 0, "a trial ran after the allowance was spent");
     assert!(outcome.info.chains.is_empty());
     assert_eq!(outcome.info.arena_after, outcome.info.arena_before);

@@ -66,9 +66,10 @@ pub struct PlanArgs {
     /// total multiply-accumulates.
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub split_overhead: f64,
-    /// Seconds the split search may take; it stops with the chains split so far (a safety
-    /// stop: the search spends a work budget of 30 million units per second first, so its
-    /// result does not depend on the machine's speed or load).
+    /// Seconds of work the split search may spend (30 million work units per second); it
+    /// stops with the chains split so far. A wall-clock safety stop at ten times this fires
+    /// only on a machine several times slower than calibrated, so the result does not depend
+    /// on the machine's speed or load.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub split_time: f64,
     /// With `--dim NAME=LO..HI`: write the plan over the range evaluated at this size

@@ -1,8 +1,10 @@
 //! The split stage's driver: plans the first (unsplit) model, gives the split search its
 //! trials through [`crate::split::TrialPlan`], and plans the chosen model.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 
@@ -11,7 +13,7 @@ use super::{Options, Planned, ScheduleChoice};
 use crate::emit;
 use crate::liveness::LivenessOptions;
 use crate::onnx::proto::ModelProto;
-use crate::plan::{self, Budget};
+use crate::plan::Budget;
 use crate::split::{self, SplitOptions, TrialPlan};
 
 /// Work units a split trial is charged per node of its model, beside its planner's own work:
@@ -19,6 +21,12 @@ use crate::split::{self, SplitOptions, TrialPlan};
 /// loaded 2-core machine, at [`plan::WORK_PER_SECOND`]; 0.15 ms measured unloaded on a
 /// 10,000-node rewrite of CaiT).
 const TRIAL_WORK_PER_NODE: u64 = 9_000;
+
+/// The split search's wall-clock safety stop is this many times `--split-time` after it
+/// starts, while its work allowance is `--split-time`'s worth of work units: the work ends
+/// the search first even when the machine runs several times slower than calibrated (another
+/// process busy on each core), so the time decides nothing on a working machine.
+const SAFETY_FACTOR: u32 = 10;
 
 /// Plans with the split stage: the search plans candidates without the advanced modes; the
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
@@ -57,55 +65,54 @@ pub(super) fn plan_split(
     });
     // The split search's own allowance (`--split-time`): each trial is charged its planner's
     // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
-    // the work is spent or the time is up (the safety stop).
+    // the work is spent. The clock decides nothing: its deadline, SAFETY_FACTOR times the
+    // allowance, is a safety stop that the work ends the search before, even on a loaded
+    // machine (so the result does not depend on the load).
+    let search_time = options.split.search_time;
     let split_budget = Budget {
         cancel: budget.cancel.clone(),
-        ..Budget::within(options.split.search_time)
+        deadline: Instant::now().checked_add(search_time.saturating_mul(SAFETY_FACTOR)),
+        ..Budget::within(search_time)
     };
     // The trials' planners stop on their work; their safety stop is the split search's
     // deadline, not --time-limit's, which would otherwise stop every trial made after it (the
     // result would then depend on the machine's load).
-    // Each trial also adds to the pace, the seconds per node the trials took so far: a trial
-    // that would end past the deadline does not start (one cannot be stopped halfway).
     let trial_work = budget.work / 8;
-    let pace = std::cell::Cell::new((0.0f64, 0u64));
     let nodes_of = |m: &ModelProto| m.graph.as_ref().map_or(0, |g| g.node.len() as u64);
     let plan_trial = |model: ModelProto, blockwise: bool| -> Result<Planned> {
-        let (nodes, started) = (nodes_of(&model), Instant::now());
         let trial_budget = Budget {
             deadline: split_budget.deadline,
             ..budget.part_of(trial_work)
         };
         let trial = &trials[usize::from(blockwise)];
-        let planned = plan_proto(path, model, trial, &trial_budget)?;
-        let (seconds, counted) = pace.get();
-        pace.set((seconds + started.elapsed().as_secs_f64(), counted + nodes));
-        Ok(planned)
+        plan_proto(path, model, trial, &trial_budget)
     };
     // One meter for the search: trials and the estimates that rank them draw on it.
-    let meter = std::cell::RefCell::new(split_budget.meter());
-    let late = std::cell::Cell::new(false);
+    let meter = RefCell::new(split_budget.meter());
     let spend = |units: u64| meter.borrow_mut().spend(units);
+    // The trials planned so far, by the digest of their model and whether blocks overwrite.
+    let trials_done: RefCell<HashMap<(Digest, bool), (TrialPlan, u64)>> = Default::default();
     let budgeted_trial = |model: ModelProto, blockwise: bool| -> Result<Option<TrialPlan>> {
         let nodes = nodes_of(&model);
         if !spend(nodes.saturating_mul(TRIAL_WORK_PER_NODE)) || !meter.borrow_mut().running() {
             return Ok(None);
         }
-        let (seconds, counted) = pace.get();
-        let expected = Duration::from_secs_f64(seconds * nodes as f64 / counted.max(1) as f64);
-        if split_budget
-            .deadline
-            .is_some_and(|d| Instant::now() + expected >= d)
-        {
-            late.set(true);
-            return Ok(None);
+        // Searches meet the same rewrites again (their first rounds start alike): a trial
+        // planned before is taken from the memo at the charge it had, so no result changes.
+        let key = (digest(&model), blockwise);
+        if let Some((trial, work)) = trials_done.borrow().get(&key) {
+            spend(*work);
+            return Ok(Some(trial.clone()));
         }
         let planned = plan_trial(model, blockwise)?;
         spend(planned.work);
-        Ok(Some(TrialPlan {
+        let trial = TrialPlan {
             model: planned.model,
             table: planned.table,
-        }))
+        };
+        let done = (trial.clone(), planned.work);
+        trials_done.borrow_mut().insert(key, done);
+        Ok(Some(trial))
     };
     let Planned {
         original,
@@ -127,6 +134,8 @@ pub(super) fn plan_split(
     // before it, and the best rank wins (under a budget the one that fits, then the
     // smallest arena; the first of equals).
     let mut outcome: Option<(split::Outcome, bool)> = None;
+    // The chain cuts the searches share (rounds and searches meet the same chains again).
+    let cuts = split::cuts::Cuts::default();
     // What the first search saw: row chains, chains read as bands, fine row strips.
     let mut first_saw: Option<(bool, bool, bool)> = None;
     for search in split::SEARCHES {
@@ -154,7 +163,7 @@ pub(super) fn plan_split(
             ..split_options
         };
         let trial = |model: ModelProto| budgeted_trial(model, search.blockwise);
-        let found = split::search(&original, &first_trial, &variant, &trial, &spend)?;
+        let found = split::search(&original, &first_trial, &variant, &trial, (&spend, &cuts))?;
         let banded = found
             .info
             .chains
@@ -181,10 +190,7 @@ pub(super) fn plan_split(
         work,
     };
     let options = &with_blocks(blockwise);
-    let ended = match meter.borrow().ending() {
-        plan::Ending::Complete if late.get() => plan::Ending::Time,
-        ending => ending,
-    };
+    let ended = meter.borrow().ending();
     // The final plan's planners get the work left and --time-limit anew as their safety stop.
     let budget = &Budget {
         deadline: Instant::now().checked_add(options.time_limit),
@@ -232,4 +238,16 @@ pub(super) fn plan_split(
         ended_by: ended.name().into(),
     });
     Ok(planned)
+}
+
+/// The SHA-256 of a model's encoding.
+type Digest = [u8; 32];
+
+/// [`Digest`] of `model`.
+fn digest(model: &ModelProto) -> Digest {
+    use prost::Message;
+    use sha2::Digest as _;
+    let mut out = [0; 32];
+    out.copy_from_slice(&sha2::Sha256::digest(model.encode_to_vec()));
+    out
 }

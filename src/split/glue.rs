@@ -7,7 +7,9 @@ use bytes::Bytes;
 
 use crate::ir::{DType, Graph, NodeId};
 use crate::onnx::proto::{
-    AttributeProto, ModelProto, NodeProto, TensorProto, attribute_proto::AttributeType,
+    AttributeProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto, attribute_proto::AttributeType, tensor_shape_proto::Dimension,
+    tensor_shape_proto::dimension, type_proto,
 };
 
 /// Accumulates the nodes and constants of one rewrite.
@@ -193,12 +195,41 @@ pub fn splice(
     }
     g.node = nodes;
     let mut glue = Vec::with_capacity(rewrites.len());
+    // Before IR version 4 every initializer must also be a graph input.
+    let listed_as_inputs = proto.ir_version() < 4;
     for (_, mut r) in rewrites {
+        if listed_as_inputs {
+            g.input.extend(r.initializers.iter().map(input_of));
+        }
         g.initializer.append(&mut r.initializers);
         glue.push(r.glue);
     }
     g.value_info.retain(|vi| !internal.contains(vi.name()));
     (model, kept, glue)
+}
+
+/// The graph input declaring an initializer (its element type and dims).
+fn input_of(tensor: &TensorProto) -> ValueInfoProto {
+    let dim = tensor
+        .dims
+        .iter()
+        .map(|&d| Dimension {
+            value: Some(dimension::Value::DimValue(d)),
+            denotation: None,
+        })
+        .collect();
+    let tensor_type = type_proto::Tensor {
+        elem_type: tensor.data_type,
+        shape: Some(TensorShapeProto { dim }),
+    };
+    ValueInfoProto {
+        name: tensor.name.clone(),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(tensor_type)),
+            denotation: None,
+        }),
+        ..Default::default()
+    }
 }
 
 /// A 1-D or scalar int64 initializer.

@@ -12,6 +12,7 @@
 
 pub mod bands;
 pub mod chain;
+pub mod cuts;
 pub mod estimate;
 pub mod glue;
 pub mod layout;
@@ -43,6 +44,7 @@ use crate::ir::Model;
 
 /// What the split search reads of a plan (its own or one it asked for): the typed model and
 /// its table. The search's caller makes them; the split stage never runs the pass itself.
+#[derive(Clone)]
 pub struct TrialPlan {
     /// The model as planned, typed.
     pub model: Model,

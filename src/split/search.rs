@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use anyhow::Result;
 
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
+use super::cuts::Cuts;
 use super::estimate::{Banding, chain_work, live_bytes, step_operands, strips_work, tiles_work};
 use super::layout::{Layout, NCHW};
 use super::macs::graph_macs;
@@ -14,7 +15,7 @@ use super::rewrite::{BandSources, Rewritten, rewrite};
 use super::rows::rewrite::{RowCut, rewrite_rows};
 use super::rows::{self, Blocking};
 use super::target::{grade, target};
-use super::tiling::{Tiling, cut_within};
+use super::tiling::Tiling;
 use super::{Spend, Spent, SplitOptions, TrialPlan};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitPool, SplitsInfo};
 use crate::onnx::proto::ModelProto;
@@ -148,13 +149,14 @@ impl Candidate {
 /// Runs the search from `first`, the plan of the input model `input`; `plan` plans a rewritten model
 /// (nodes in execution order) the same way, or gives `None` when the search's budget is spent,
 /// and `spend` charges the estimates that rank the candidates to the same budget: the search
-/// then ends with the chains accepted so far.
+/// then ends with the chains accepted so far. Chains are cut through `cuts`, which the
+/// searches of one model share.
 pub fn search(
     input: &ModelProto,
     first: &TrialPlan,
     options: &SplitOptions,
     plan: &dyn Fn(ModelProto) -> Result<Option<TrialPlan>>,
-    spend: Spend,
+    (spend, cuts): (Spend, &Cuts),
 ) -> Result<Outcome> {
     let source = &first.model.graph;
     let labels: Vec<(String, String)> = source
@@ -200,7 +202,7 @@ pub fn search(
             allowance - used,
             options,
             aim,
-            spend,
+            (spend, cuts),
         );
         let Ok(mut candidates) = found else {
             break;
@@ -532,7 +534,7 @@ fn candidates(
     allowance: u64,
     options: &SplitOptions,
     aim: bool,
-    spend: Spend,
+    (spend, cuts): (Spend, &Cuts),
 ) -> Result<Vec<Candidate>, Spent> {
     let budget = options.budget;
     let graph = &planned.model.graph;
@@ -580,7 +582,7 @@ fn candidates(
                 (&allowed, options.progressive_bands),
                 &grids,
                 allowance,
-                spend,
+                (spend, cuts),
                 share,
             )?;
             (found.target, found.graded)
@@ -614,7 +616,8 @@ fn candidates(
                         progressive: options.progressive_bands,
                     };
                     let grids = (&tried[..], allowance);
-                    grade(graph, table, live, &chain, steps, grids, &banding, spend)?
+                    let how = (&banding, cuts);
+                    grade(graph, table, live, &chain, steps, grids, how, spend)?
                 }
             };
             // The best by rank, the first of equals in grid order.
@@ -630,8 +633,11 @@ fn candidates(
             if !spend(strips_work(n, best.grid) + tiles_work(n, best.grid)) {
                 return Err(Spent);
             }
-            let tiling = cut_within(graph, &chain, best.grid, allowance)
+            let signature = Cuts::signature(graph, &chain);
+            let tiling = cuts
+                .cut_within(graph, (&chain, &signature), best.grid, allowance)
                 .expect("a graded grid cuts its chain");
+            let tiling = Tiling::clone(&tiling);
             found.push(Candidate {
                 cut: Cut::Tiles(chain, tiling),
                 covers: cover.contains(&steps),

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use super::TrialPlan;
 use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
+use super::cuts::Cuts;
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
-use super::tiling::cut_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
 use crate::ir::Graph;
@@ -39,10 +39,11 @@ pub fn grade(
     chain: &Chain,
     steps: [usize; 2],
     (grids, allowance): (&[[usize; 2]], u64),
-    banding: &Banding,
+    (banding, cuts): (&Banding, &Cuts),
     spend: Spend,
 ) -> Result<Vec<Graded>, Spent> {
     let estimates = ChainEstimate::new(graph, (table, live), chain, steps, banding);
+    let signature = Cuts::signature(graph, chain);
     let n = chain.nodes.len();
     let mut failed: Vec<[usize; 2]> = Vec::new();
     let mut graded = Vec::new();
@@ -53,7 +54,7 @@ pub fn grade(
         if !spend(strips_work(n, grid)) {
             return Err(Spent);
         }
-        let Some(tiling) = cut_within(graph, chain, grid, allowance) else {
+        let Some(tiling) = cuts.cut_within(graph, (chain, &signature), grid, allowance) else {
             failed.push(grid);
             continue;
         };
@@ -86,7 +87,8 @@ pub struct Aim {
 /// [`smallest_target`]); `None` when no target below the plan's peak fits. Chains are worked
 /// out around the steps above each candidate target only, highest live bytes first, so the
 /// steps under the answer are never looked at. `live` is the plan's live bytes per step
-/// ([`super::estimate::live_bytes`]). The estimates are charged to `spend`; once they would
+/// ([`super::estimate::live_bytes`]); chains are cut through `cuts`. The estimates are
+/// charged to `spend`; once they would
 /// pass `share` units, no lower level is looked at and the answer of the levels done stands
 /// (deep networks of cheap halos, where every chain fits, would otherwise spend the whole
 /// search on ranking).
@@ -97,7 +99,7 @@ pub fn target(
     (allowed, progressive): (&dyn Fn(usize) -> bool, bool),
     grids: &[[usize; 2]],
     allowance: u64,
-    spend: Spend,
+    (spend, cuts): (Spend, &Cuts),
     share: u64,
 ) -> Result<Aim, Spent> {
     let charged = Cell::new(0u64);
@@ -140,7 +142,8 @@ pub fn target(
                     progressive,
                 };
                 let limits = (grids, allowance);
-                let g = grade(graph, table, live, &chain, steps, limits, &banding, spend)?;
+                let how = (&banding, cuts);
+                let g = grade(graph, table, live, &chain, steps, limits, how, spend)?;
                 let costs: Vec<_> = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
                 let fits = !costs.is_empty();
                 chains.push(ChainCost::new(steps, costs));

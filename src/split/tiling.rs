@@ -47,9 +47,20 @@ pub struct Tiling {
 /// ([`stream`]: no recomputation), else tiles recomputing their halos ([`tile_within`], `None`
 /// beyond `max_macs`).
 pub fn cut_within(graph: &Graph, chain: &Chain, grid: [usize; 2], max_macs: u64) -> Option<Tiling> {
+    cut_costed(graph, chain, grid, max_macs)?.ok()
+}
+
+/// [`cut_within`], telling tiles that recompute more than `max_macs` (`Err` with their extra
+/// MACs) from grids that cannot cut the chain (`None`).
+pub fn cut_costed(
+    graph: &Graph,
+    chain: &Chain,
+    grid: [usize; 2],
+    max_macs: u64,
+) -> Option<Result<Tiling, u64>> {
     match grid {
-        [rows, 1] if rows > 1 && streams(chain) => stream(graph, chain, rows),
-        _ => tile_within(graph, chain, grid, max_macs),
+        [rows, 1] if rows > 1 && streams(chain) => stream(graph, chain, rows).map(Ok),
+        _ => tile_costed(graph, chain, grid, max_macs),
     }
 }
 
@@ -130,16 +141,26 @@ pub fn tile(graph: &Graph, chain: &Chain, grid: [usize; 2]) -> Option<Tiling> {
     tile_within(graph, chain, grid, u64::MAX)
 }
 
-/// [`tile`], also `None` when the tiles would recompute more than `max_macs`. Rows and
-/// columns propagate independently (every rule maps rows to rows and columns to columns), so
-/// the regions of the grid's `rows + cols` strips give every tile's and the extra MACs
-/// before any tile is built.
+/// [`tile`], also `None` when the tiles would recompute more than `max_macs`.
 pub fn tile_within(
     graph: &Graph,
     chain: &Chain,
     grid: [usize; 2],
     max_macs: u64,
 ) -> Option<Tiling> {
+    tile_costed(graph, chain, grid, max_macs)?.ok()
+}
+
+/// [`tile_within`], with `Err` and the extra MACs when the tiles would recompute more than
+/// `max_macs`. Rows and columns propagate independently (every rule maps rows to rows and
+/// columns to columns), so the regions of the grid's `rows + cols` strips give every tile's
+/// and the extra MACs before any tile is built.
+fn tile_costed(
+    graph: &Graph,
+    chain: &Chain,
+    grid: [usize; 2],
+    max_macs: u64,
+) -> Option<Result<Tiling, u64>> {
     let [h, w] = chain.grids[chain.last];
     if grid[0] as i64 > h || grid[1] as i64 > w || grid.contains(&0) {
         return None;
@@ -213,7 +234,7 @@ pub fn tile_within(
         }
     }
     if extra_macs > max_macs {
-        return None;
+        return Some(Err(extra_macs));
     }
     let tiles = row_strips
         .iter()
@@ -225,13 +246,13 @@ pub fn tile_within(
                 .map(move |(j, c)| cross(r, c, [i, j]))
         })
         .collect();
-    Some(Tiling {
+    Some(Ok(Tiling {
         grid,
         tiles,
         extra_macs,
         halo,
         streamed: false,
-    })
+    }))
 }
 
 /// The tile at `at` from its row strip's rows and its column strip's columns.
