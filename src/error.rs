@@ -5,7 +5,7 @@
 #[error("{0}")]
 pub struct InputError(pub String);
 
-/// Builds an `anyhow::Error` carrying an [`InputError`] from a format string.
+/// Builds an `anyhow::Error` carrying an `InputError` from a format string.
 #[macro_export]
 macro_rules! input_error {
     ($($arg:tt)*) => {
@@ -13,7 +13,7 @@ macro_rules! input_error {
     };
 }
 
-/// Returns early with an [`InputError`].
+/// Returns early with an `InputError`.
 #[macro_export]
 macro_rules! bail_input {
     ($($arg:tt)*) => {

@@ -87,6 +87,5 @@ struct ReadmeDoctests;
 #[doc = include_str!("../docs/guide/runtime.md")]
 struct RuntimeGuideDoctests;
 
-/// The command line (`onnx-memplan`): [`cli::main`] runs it. Behind the `cli` feature.
 #[cfg(feature = "cli")]
 pub mod cli;
