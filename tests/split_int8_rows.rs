@@ -527,3 +527,69 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
         "{chain:?}"
     );
 }
+
+#[test]
+fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
+    // models/bert_tiny_dyn.onnx (quantize_dynamic of bert_tiny: D = 128, feed-forward 512) at
+    // batch 1, 128 tokens. Worked by hand, unsplit: the peak is in layer 0's GELU, where the
+    // feed-forward pre-activation and its Div (1×128×512 float, 262,144 B each), the attention
+    // output's LayerNorm (read again by the residual Add, 65,536 B) and the float attention
+    // mask (1×1×128×128, 65,536 B, read by both layers) are live: 655,360 B. Split, the FFN's
+    // second DynamicQuantizeLinear still reads the whole GELU output (262,144 B), while the
+    // LayerNorm output and the mask live on: no single-pass split goes below 393,216 B. Above
+    // that floor, the split must lower the arena: the blocks of the chain ending at the GELU
+    // output are written as slices of it (not in place, then copied by the Concat, which left
+    // the arena at 655,360). It verifies, and runs inside its arena bit-identical to private
+    // buffers.
+    let model = common::root().join("models/bert_tiny_dyn.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bert.split.onnx");
+    let run = common::plan_to(
+        &model,
+        &out,
+        &[
+            "--dim",
+            "batch=1",
+            "--dim",
+            "sequence=128",
+            "--schedule",
+            "memory",
+            "--split",
+            "auto",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table_path = dir.path().join("bert.split.memplan.json");
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let splits = &table["splits"];
+    assert_eq!(splits["arena_before"], 655_360);
+    let after = splits["arena_after"].as_u64().unwrap();
+    assert!(
+        (393_216..655_360).contains(&after),
+        "arena after the split: {after}"
+    );
+    common::assert_verifies(&out, &table_path);
+    let Some(python) = common::ort_python() else {
+        eprintln!("SKIPPED arena run: no Python with onnxruntime");
+        return;
+    };
+    let arena = Command::new(python)
+        .arg(common::root().join("scripts/arena_run.py"))
+        .args(["--model", out.to_str().unwrap()])
+        .args(["--table", table_path.to_str().unwrap()])
+        .args(["--dim", "batch=1", "--dim", "sequence=128"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&arena.stdout);
+    eprintln!("arena run: {said}");
+    assert!(
+        arena.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&arena.stderr)
+    );
+}
