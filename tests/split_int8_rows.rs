@@ -400,3 +400,196 @@ fn split_auto_blocks_through_the_dynamic_quantize_linear() {
         String::from_utf8_lossy(&arena.stderr)
     );
 }
+
+/// X[16,8] float → QuantizeLinear (per tensor, u8) → QLinearMatMul by W1 u8 [8,32] (per-column
+/// scales [32] and zero points [32]) → H u8 [16,32] → QGemm (onnxruntime's domain) by W2 u8
+/// [32,8] with an int32 bias [8] → G u8 [16,8] → DequantizeLinear → Y[16,8] float.
+fn qoperator_mlp() -> ModelProto {
+    let u8s = |name: &str, dims: &[i64], f: &dyn Fn(i64) -> i64| {
+        let n: i64 = dims.iter().product();
+        common::raw_init(name, dims, 2, (0..n).map(|i| f(i) as u8).collect())
+    };
+    let i32s: Vec<u8> = (0..8i32)
+        .flat_map(|i| (i * 97 - 300).to_le_bytes())
+        .collect();
+    let column_scales: Vec<f32> = (0..32).map(|i| 0.004 + 0.0003 * i as f32).collect();
+    let mut qgemm = node(
+        "QGemm",
+        &["h", "hs", "hz", "w2", "w2s", "w2z", "b2", "gs", "gz"],
+        &["g"],
+    );
+    qgemm.domain = Some("com.microsoft".into());
+    let mut m = model(GraphProto {
+        name: Some("qoperator_mlp".into()),
+        node: vec![
+            node("QuantizeLinear", &["x", "xs", "xz"], &["xq"]),
+            node(
+                "QLinearMatMul",
+                &["xq", "xs", "xz", "w1", "w1s", "w1z", "hs", "hz"],
+                &["h"],
+            ),
+            qgemm,
+            node("DequantizeLinear", &["g", "gs", "gz"], &["y"]),
+        ],
+        input: vec![float_info("x", &[16, 8])],
+        output: vec![float_info("y", &[16, 8])],
+        initializer: vec![
+            float_init("xs", &[], &[0.02]),
+            u8s("xz", &[], &|_| 128),
+            u8s("w1", &[8, 32], &|i| (i * 37 + 11) % 256),
+            float_init("w1s", &[32], &column_scales),
+            u8s("w1z", &[32], &|i| 120 + i % 16),
+            float_init("hs", &[], &[0.05]),
+            u8s("hz", &[], &|_| 100),
+            u8s("w2", &[32, 8], &|i| (i * 53 + 7) % 256),
+            float_init("w2s", &[], &[0.003]),
+            u8s("w2z", &[], &|_| 127),
+            common::raw_init("b2", &[8], 6, i32s),
+            float_init("gs", &[], &[0.07]),
+            u8s("gz", &[], &|_| 90),
+        ],
+        ..Default::default()
+    });
+    m.opset_import
+        .push(onnx_memplan::onnx::proto::OperatorSetIdProto {
+            domain: Some("com.microsoft".into()),
+            version: Some(1),
+        });
+    m
+}
+
+#[test]
+fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
+    // Worked by hand: row r of H is sum_k (Xq[r,k] - 128)(W1[k,c] - w1z[c]), rescaled by
+    // 0.02·w1s[c]/0.05 and requantized per element with H's one scale and zero point: it needs
+    // row r of Xq and all of W1 and the scales and zero points (per column of W1, or one value:
+    // read whole). Row r of G likewise needs row r of H, all of W2 and the bias [8] (broadcast
+    // along rows: whole). QuantizeLinear and DequantizeLinear by one scale are per element. So
+    // the chain making Y along axis 0 is all 4 nodes, and in 4 blocks block b computes rows
+    // [4b, 4b+4): each QLinearMatMul makes [4,32] and each QGemm [4,8]. The same integer
+    // arithmetic on the same rows: bit-identical in onnxruntime.
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("mlp.onnx");
+    write_model(&qoperator_mlp(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let rules = (17, RuleSet::Plain, Recompute::Cheap);
+    let chain = row_chain(graph, &order, [0, 3], 0, rules, &|_| true).expect("a row chain");
+    assert_eq!(chain.nodes, [0, 1, 2, 3]);
+    assert_eq!(chain.rows, 16);
+    let blocks = Span::parts(16, 4);
+    let cut = RowCut {
+        chain: &chain,
+        blocks: &blocks,
+        label: "split1".to_string(),
+        blockwise: None,
+    };
+    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let split = dir.path().join("mlp.split.onnx");
+    write_model(&rewritten.model, &split);
+    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
+    let made = |op: &str| -> Vec<Vec<i64>> {
+        let graph = &blocked.graph;
+        let made_by = graph.nodes.iter().filter(|n| n.op_type == op);
+        made_by
+            .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
+            .collect()
+    };
+    assert_eq!(made("QLinearMatMul"), vec![vec![4, 32]; 4]);
+    assert_eq!(made("QGemm"), vec![vec![4, 8]; 4]);
+    let plan = common::run_cli(&[
+        "plan",
+        split.to_str().unwrap(),
+        "-o",
+        dir.path().join("p.onnx").to_str().unwrap(),
+    ]);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert_bit_identical(&original, &split, &["normal", "positive", "negative"]);
+
+    // A per-row scale of A (one per row of Xq: [16]) differs between blocks: the chain stops
+    // before the QLinearMatMul (the chain making H is then the QuantizeLinear alone, or none).
+    let mut per_row = qoperator_mlp();
+    let g = per_row.graph.as_mut().unwrap();
+    g.node[1].input[1] = "xs_rows".into();
+    g.initializer
+        .push(float_init("xs_rows", &[16], &[0.02; 16]));
+    let path = dir.path().join("per_row.onnx");
+    write_model(&per_row, &path);
+    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    let chain = row_chain(&typed.graph, &order, [0, 3], 0, rules, &|_| true);
+    assert!(
+        chain.as_ref().is_none_or(|c| !c.nodes.contains(&1)),
+        "{chain:?}"
+    );
+}
+
+#[test]
+fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
+    // models/bert_tiny_dyn.onnx (quantize_dynamic of bert_tiny: D = 128, feed-forward 512) at
+    // batch 1, 128 tokens. Worked by hand, unsplit: the peak is in layer 0's GELU, where the
+    // feed-forward pre-activation and its Div (1×128×512 float, 262,144 B each), the attention
+    // output's LayerNorm (read again by the residual Add, 65,536 B) and the float attention
+    // mask (1×1×128×128, 65,536 B, read by both layers) are live: 655,360 B. Split, the FFN's
+    // second DynamicQuantizeLinear still reads the whole GELU output (262,144 B), while the
+    // LayerNorm output and the mask live on: no single-pass split goes below 393,216 B. Above
+    // that floor, the split must lower the arena: the blocks of the chain ending at the GELU
+    // output are written as slices of it (not in place, then copied by the Concat, which left
+    // the arena at 655,360). It verifies, and runs inside its arena bit-identical to private
+    // buffers.
+    let model = common::root().join("models/bert_tiny_dyn.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bert.split.onnx");
+    let run = common::plan_to(
+        &model,
+        &out,
+        &[
+            "--dim",
+            "batch=1",
+            "--dim",
+            "sequence=128",
+            "--schedule",
+            "memory",
+            "--split",
+            "auto",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let table_path = dir.path().join("bert.split.memplan.json");
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    let splits = &table["splits"];
+    assert_eq!(splits["arena_before"], 655_360);
+    let after = splits["arena_after"].as_u64().unwrap();
+    assert!(
+        (393_216..655_360).contains(&after),
+        "arena after the split: {after}"
+    );
+    common::assert_verifies(&out, &table_path);
+    let Some(python) = common::ort_python() else {
+        eprintln!("SKIPPED arena run: no Python with onnxruntime");
+        return;
+    };
+    let arena = Command::new(python)
+        .arg(common::root().join("scripts/arena_run.py"))
+        .args(["--model", out.to_str().unwrap()])
+        .args(["--table", table_path.to_str().unwrap()])
+        .args(["--dim", "batch=1", "--dim", "sequence=128"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&arena.stdout);
+    eprintln!("arena run: {said}");
+    assert!(
+        arena.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&arena.stderr)
+    );
+}

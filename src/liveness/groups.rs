@@ -156,6 +156,48 @@ impl<'g> Analyser<'g> {
         })
     }
 
+    /// Whether the output of `node_id` is read only by a Concat that `slices` lets take its
+    /// parts as slices, laid out so that it can take this one (its offset aligned): the output
+    /// is then kept out of any in-place group, since the Concat takes only a part alone in its
+    /// buffer (the blocks of a row chain ending in an elementwise operator: writing each block
+    /// in place of its input saves one block, leaving it out lets the Concat copy nothing).
+    fn sliced_part(
+        &self,
+        grouping: &Grouping,
+        node_id: NodeId,
+        slices: &dyn Fn(NodeId) -> bool,
+    ) -> bool {
+        let graph = self.graph;
+        let Some(out) = graph.nodes[node_id].outputs.first().copied().flatten() else {
+            return false;
+        };
+        let value = &graph.values[out];
+        let [concat] = value.consumers.as_slice() else {
+            return false;
+        };
+        let node = &graph.nodes[*concat];
+        // Under `blockwise` the blocks write over their input's slices instead, and the Concat
+        // takes the bytes they leave (see `try_assembled`).
+        if value.is_output
+            || self.options.blockwise
+            || !self.options.alias
+            || !matches!(self.rules[*concat], ReuseRule::ConcatSlices)
+            || !slices(*concat)
+            || node.inputs.iter().filter(|&&v| v == Some(out)).count() != 1
+        {
+            return false;
+        }
+        let Some(whole) = grouping.tensor(node.outputs.first().copied().flatten()) else {
+            return false;
+        };
+        let Some((offsets, bits)) = grouping.slice_layout(whole, &node.inputs, node) else {
+            return false;
+        };
+        let k = node.inputs.iter().position(|&v| v == Some(out));
+        bits.is_multiple_of(8)
+            && k.is_some_and(|k| offsets[k].is_multiple_of(grouping.alignment))
+    }
+
     /// Groups the tensors into buffers, forming slice aliases only at nodes `slices` accepts.
     pub fn run(&self, slices: &dyn Fn(NodeId) -> bool) -> Liveness {
         let (graph, options) = (self.graph, self.options);
@@ -210,7 +252,9 @@ impl<'g> Analyser<'g> {
                 continue;
             }
             match self.rules[node_id] {
-                ReuseRule::InPlace(candidates) if options.inplace => {
+                ReuseRule::InPlace(candidates)
+                    if options.inplace && !self.sliced_part(&grouping, node_id, slices) =>
+                {
                     grouping.try_inplace(node_id, step, candidates)
                 }
                 ReuseRule::Alias if options.alias => grouping.try_alias(node_id),
@@ -865,8 +909,9 @@ mod tests {
     /// of x at 0 and 16); block b: h_b = Neg(x_b), y_b = Add(h_b, x_b); y = Concat(y0, y1)
     /// [1,8]; out = Relu(y). Worked by hand, in order 0 Relu, 1 Split, 2 Neg, 3 Add, 4 Neg,
     /// 5 Add, 6 Concat, 7 Relu. Without `blockwise`, x0 cannot be overwritten at step 3 (x's
-    /// buffer lives until x1 dies at step 5), so y0 overwrites h0, and y, whose parts then
-    /// share buffers with h0 and h1, is a buffer of its own. With it, the bytes of x0 are free
+    /// buffer lives until x1 dies at step 5), and y0 and y1, read only by the Concat, are
+    /// written as its slices (at 0 and 16 of y, a buffer of its own), not over h0 and h1 (in
+    /// place, they could not be its slices and the Concat would copy). With it, the bytes of x0 are free
     /// after step 3 (x itself was last read at step 1, x1 holds other bytes), so y0 overwrites
     /// x0 at offset 0 and y1 x1 at 16; at step 6 nothing else in that buffer is read any more,
     /// so y takes the same bytes at offset 0, its parts at 0 and 16.
@@ -912,8 +957,10 @@ mod tests {
         };
         let plain = analyse(&g, order.clone(), options).unwrap();
         assert_eq!(sharing_of(&g, &plain, "x0"), Some(("x".into(), "alias")));
-        assert_eq!(sharing_of(&g, &plain, "y0"), Some(("h0".into(), "inplace")));
-        assert_eq!(sharing_of(&g, &plain, "y1"), Some(("h1".into(), "inplace")));
+        assert_eq!(sharing_of(&g, &plain, "y0"), Some(("y".into(), "alias")));
+        assert_eq!(sharing_of(&g, &plain, "y1"), Some(("y".into(), "alias")));
+        assert_eq!(plain.part_of[index(&plain, "y1")], None);
+        assert_eq!(plain.offset_in_buffer(index(&plain, "y1")), Some(16));
         assert_ne!(
             plain.buffer_of[index(&plain, "y")],
             plain.buffer_of[index(&plain, "x")]

@@ -167,6 +167,30 @@ pub fn row_rule(
             rule.reads.truncate(node.inputs.len());
             Some(rule)
         }
+        ("", "QLinearMatMul") => {
+            // a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
+            let (a, b) = (input_shape(0)?, input_shape(3)?);
+            let rule = matmul(&a, &b, &out_shape, axis)?;
+            let mut reads = vec![rule.reads[0], RowRead::Whole, RowRead::Whole, rule.reads[1]];
+            reads.extend([RowRead::Whole; 4]);
+            per_tensor(graph, node, &[1, 2, 6, 7]).then(|| simple(reads))?
+        }
+        ("com.microsoft", "QGemm") => {
+            // A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point:
+            // rows of A, its bias C broadcast like Gemm's.
+            if axis != 0 || node.attr_int("transA").unwrap_or(0) != 0 {
+                return None;
+            }
+            let mut reads: Vec<RowRead> = (0..node.inputs.len())
+                .map(|i| absent_or(node, i, RowRead::Whole))
+                .collect();
+            reads[0] = RowRead::Rows(0);
+            if let Some(c) = reads.get_mut(6).filter(|r| **r != RowRead::Absent) {
+                *c = aligned(&input_shape(6)?, &out_shape, axis)?;
+            }
+            per_tensor(graph, node, &[1, 2, 7, 8]).then(|| simple(reads))?
+        }
+        ("", "QuantizeLinear" | "DequantizeLinear") => quantize_linear(graph, node, axis, rank),
         ("", "DynamicQuantizeLinear") => Some(RowRule {
             reads: vec![RowRead::RowsOfWhole(axis)],
             fixup: Fixup::WholeScale,
@@ -432,6 +456,40 @@ fn matmul_integer(
     let a_zero = a_zero.map_or(RowRead::Absent, |_| RowRead::Whole);
     rule.reads.extend([a_zero, RowRead::Whole]);
     Some(rule)
+}
+
+/// Whether each present input of `node` among `inputs` (A's and Y's scales and zero points
+/// of QLinearMatMul and QGemm) is one value: a per-row one differs between blocks' rows.
+fn per_tensor(graph: &Graph, node: &Node, inputs: &[usize]) -> bool {
+    inputs.iter().all(|&i| match node.inputs.get(i).copied().flatten() {
+        None => true,
+        Some(v) => shape_of(graph, v).is_some_and(|s| s.iter().product::<i64>() == 1),
+    })
+}
+
+/// A QuantizeLinear or DequantizeLinear of a tensor of rank `rank` cut along `axis`: rows of
+/// the input; its scale and zero point read whole when per tensor or per channel along another
+/// axis. Per channel along the blocked axis, or block quantization, ends the chain.
+fn quantize_linear(graph: &Graph, node: &Node, axis: usize, rank: usize) -> Option<RowRule> {
+    if node.attr_int("block_size").unwrap_or(0) != 0 {
+        return None;
+    }
+    let scale = shape_of(graph, node.inputs.get(1).copied().flatten()?)?;
+    let along = normalise(node.attr_int("axis").unwrap_or(1), rank);
+    let whole = match scale.as_slice() {
+        [] | [1] => true,
+        [_] => along.is_some_and(|a| a != axis),
+        _ => false,
+    };
+    if !whole {
+        return None;
+    }
+    let mut reads = vec![RowRead::Rows(axis), RowRead::Whole];
+    reads.extend((2..node.inputs.len()).map(|i| absent_or(node, i, RowRead::Whole)));
+    Some(RowRule {
+        reads,
+        fixup: Fixup::None,
+    })
 }
 
 /// How a Gather along `along` with indices of rank `indices` reads its data and indices when
