@@ -139,7 +139,8 @@ impl PlanOptions {
         self
     }
 
-    /// Time allowed to the planner's exact search (`--time-limit`, default 1 s).
+    /// Seconds of work the planner searches may spend (`--time-limit`, default 1 s; 30 million
+    /// work units a second, with a wall-clock safety stop at ten times the limit).
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.options.time_limit = limit;
         self

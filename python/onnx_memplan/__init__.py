@@ -206,16 +206,17 @@ def plan(
       written) (--qdq).
     - planner: "auto" (best of the portfolio) or one planner by name ("greedy-by-size", ...).
     - alignment: every offset is a multiple of it, in bytes.
-    - time_limit: seconds the planning may take at most (a safety stop); work: work units the
-      planner searches may spend (default: 30 million per second of time_limit).
+    - time_limit: seconds of work the planner searches may spend (30 million work units per
+      second; a wall-clock safety stop at ten times this); work: work units the planner
+      searches may spend (default: 30 million per second of time_limit).
     - inplace, alias: let elementwise outputs overwrite dying inputs / Reshape-like outputs and
       Concat/Split slices share bytes (False: --no-inplace, --no-alias).
     - include_io: place graph inputs and outputs in the arena (False: --exclude-io).
     - split: "auto" or "off": tile the chains that set the peak (a rewrite of the model, kept
       only when it helps; default "off", or "auto" with a budget); split_overhead: extra
-      multiply-accumulates the split may add, percent (default 10); split_time: seconds the
-      split search may take (default 60, a safety stop: it spends 30 million work units per
-      second first).
+      multiply-accumulates the split may add, percent (default 10); split_time: seconds of
+      work the split search may spend (default 60, at 30 million work units per second; a
+      wall-clock safety stop at ten times this).
     - budget: device bytes (an int, or a string such as "4MiB"): buffers wait in host memory
       between uses.
     - tiers: memory tiers, fastest first: "NAME:CAPACITY[:LATENCY:BANDWIDTH]" strings or tuples

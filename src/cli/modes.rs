@@ -28,7 +28,8 @@ pub struct ModeArgs {
     /// memory between uses (S4), migrating as few bytes as found.
     #[arg(long, value_name = "BYTES", conflicts_with = "partition")]
     pub budget: Option<String>,
-    /// Seconds the hierarchy or budget search may take (the best plan so far is kept).
+    /// Seconds of work the hierarchy or budget search may spend (the best plan so far is kept;
+    /// a wall-clock safety stop at ten times this).
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
     pub search_time: f64,
     /// Work units the hierarchy or budget search may spend (default: 30 million per second of

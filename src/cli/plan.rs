@@ -32,8 +32,10 @@ pub struct PlanArgs {
     /// Planner: `auto` (best of the portfolio) or one planner by name.
     #[arg(long, default_value = "auto")]
     pub planner: PlannerChoice,
-    /// Seconds the planning may take at most (a safety stop: the searches stop on their work
-    /// budget first, so their result does not depend on the machine's speed or load).
+    /// Seconds of work the planner searches may spend (30 million work units per second); they
+    /// stop on that work, so their result does not depend on the machine's speed or load. A
+    /// wall-clock safety stop at ten times this fires only on a machine several times slower
+    /// than calibrated.
     #[arg(long, default_value_t = 1.0)]
     pub time_limit: f64,
     /// Work units the planner searches may spend (default: 30 million per second of

@@ -37,7 +37,7 @@ pub struct ModeOptions {
 
 impl ModeOptions {
     /// The budget of a mode's search starting now: `search_work` units (or
-    /// [`Budget::for_time`] of the search time), the search time as its safety stop, and
+    /// [`Budget::for_time`] of the search time), that budget's safety stop, and
     /// `planning`'s cancel flag.
     pub fn search_budget(&self, planning: &Budget) -> Budget {
         let timed = Budget::within(self.offload.time_limit);

@@ -4,7 +4,6 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::Result;
 
@@ -21,12 +20,6 @@ use crate::split::{self, SplitOptions, TrialPlan};
 /// loaded 2-core machine, at [`plan::WORK_PER_SECOND`]; 0.15 ms measured unloaded on a
 /// 10,000-node rewrite of CaiT).
 const TRIAL_WORK_PER_NODE: u64 = 9_000;
-
-/// The split search's wall-clock safety stop is this many times `--split-time` after it
-/// starts, while its work allowance is `--split-time`'s worth of work units: the work ends
-/// the search first even when the machine runs several times slower than calibrated (another
-/// process busy on each core), so the time decides nothing on a working machine.
-const SAFETY_FACTOR: u32 = 10;
 
 /// Plans with the split stage: the search plans candidates without the advanced modes; the
 /// chosen model (nodes in execution order, so its stored order is the plan's) is planned
@@ -72,14 +65,12 @@ pub(super) fn plan_split(
     });
     // The split search's own allowance (`--split-time`): each trial is charged its planner's
     // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
-    // the work is spent. The clock decides nothing: its deadline, SAFETY_FACTOR times the
-    // allowance, is a safety stop that the work ends the search before, even on a loaded
+    // the work is spent. The clock decides nothing: its deadline, plan::SAFETY_FACTOR times
+    // the allowance, is a safety stop that the work ends the search before, even on a loaded
     // machine (so the result does not depend on the load).
-    let search_time = options.split.search_time;
     let split_budget = Budget {
         cancel: budget.cancel.clone(),
-        deadline: Instant::now().checked_add(search_time.saturating_mul(SAFETY_FACTOR)),
-        ..Budget::within(search_time)
+        ..Budget::within(options.split.search_time)
     };
     // The trials' planners stop on their work; their safety stop is the split search's
     // deadline, not --time-limit's, which would otherwise stop every trial made after it (the
@@ -198,9 +189,9 @@ pub(super) fn plan_split(
     };
     let options = &with_blocks(blockwise);
     let ended = meter.borrow().ending();
-    // The final plan's planners get the work left and --time-limit anew as their safety stop.
+    // The final plan's planners get the work left, and --time-limit's safety stop anew.
     let budget = &Budget {
-        deadline: Instant::now().checked_add(options.time_limit),
+        deadline: Budget::within(options.time_limit).deadline,
         ..budget.part_of(budget.work - first_work)
     };
     let chains = outcome.info.chains.len();

@@ -30,6 +30,12 @@ pub(crate) const GENETIC_TICKS_PER_UNIT: u64 = 4;
 /// Ticks of the S2 free list (100 a block, 50 a block moved) per work unit.
 pub(crate) const FREE_LIST_TICKS_PER_UNIT: u64 = 16;
 
+/// A time limit's wall-clock safety stop is this many times the limit, while its work
+/// allowance is the limit's worth of units: the work ends a search first even on a machine
+/// several times slower than calibrated (another process busy on each core), so the clock
+/// decides nothing on a working machine.
+pub const SAFETY_FACTOR: u32 = 10;
+
 /// Clock and cancel checks happen after this many units at most.
 const CHECK_EVERY: u64 = 1 << 16;
 
@@ -83,12 +89,12 @@ impl Budget {
     }
 
     /// The budget of a time limit counted from `started`: [`WORK_PER_SECOND`] units per second,
-    /// and the deadline `started + limit`.
+    /// and the safety stop [`SAFETY_FACTOR`] times the limit after `started`.
     pub fn for_time(limit: Duration, started: Instant) -> Self {
         let work = (limit.as_secs_f64() * WORK_PER_SECOND as f64).min(u64::MAX as f64) as u64;
         Budget {
             work,
-            deadline: started.checked_add(limit),
+            deadline: started.checked_add(limit.saturating_mul(SAFETY_FACTOR)),
             cancel: None,
             progress: None,
         }

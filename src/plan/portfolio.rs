@@ -212,10 +212,19 @@ fn auto(problem: &Problem, options: &PlanOptions, bound: u64) -> Solution {
     let met = options
         .capacity
         .is_some_and(|c| best.arena <= c || bound > c);
-    if best.proven_optimal || met || nonvoid > LARGE || budget.stopped().is_some() {
+    if best.proven_optimal || met || nonvoid > LARGE {
         return best;
     }
     let mut searches = best.searches.clone();
+    // A safety stop that fired during the heuristics ends the planning; the table says so.
+    if let Some(ending) = budget.stopped() {
+        searches.push(Search {
+            planner: PlannerChoice::Auto.name().to_string(),
+            ended_by: ending,
+            work: 0,
+        });
+        return Solution { searches, ..best };
+    }
     let exact = |share: &Budget| improve_exactly(problem, &best.offsets, options, share, bound);
     let evolve = |share: &Budget| genetic(problem, options, share, bound);
     let mut found = Vec::new();

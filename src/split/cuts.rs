@@ -2,16 +2,20 @@
 //! the chains around the new peaks and cuts each by every grid, yet a rewrite changes only the
 //! nodes of the chain it cut: most chains come back unchanged, round after round and search
 //! after search. A cut depends on the chain's rules, reads, layouts and grids and, per node,
-//! on its operator, attributes and the shapes of its inputs and outputs (never on node or
-//! tensor indices, which a rewrite shifts), so those are the key. The memo changes no result
-//! (the work each cut is charged stays the same); it saves the time of cutting again.
+//! on its operator, attributes and the element types and shapes of its inputs and outputs
+//! (never on node or tensor indices, which a rewrite shifts), so those are the key. The memo
+//! also keeps each tiling's working bytes per tile ([`ChainEstimate::by_tile`]), which depend
+//! on the same. It changes no result (the work each cut is charged stays the same); it saves
+//! the time of cutting and estimating again.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::rc::Rc;
 
+use prost::Message;
+
 use super::chain::Chain;
+use super::estimate::ChainEstimate;
 use super::rules::shape_of;
 use super::tiling::{Tiling, cut_costed};
 use crate::ir::Graph;
@@ -24,34 +28,78 @@ enum Cached {
     Never,
 }
 
-/// A chain's signature ([`Cuts::signature`]) and a grid.
-type Key = (Rc<str>, [usize; 2]);
+/// A chain's signature ([`Cuts::signature`]).
+pub type Signature = Rc<[u8]>;
 
-/// The memo: cuts by chain signature and grid.
+/// A chain's signature and a grid.
+type Key = (Signature, [usize; 2]);
+
+/// The memo: cuts, and their working bytes per tile, by chain signature and grid.
 #[derive(Default)]
 pub struct Cuts {
     memo: RefCell<HashMap<Key, Cached>>,
+    working: RefCell<HashMap<Key, Rc<[u64]>>>,
 }
 
 impl Cuts {
-    /// The key of a chain's cuts in `graph`: everything a cut reads, without indices.
-    pub fn signature(graph: &Graph, chain: &Chain) -> Rc<str> {
-        let mut key = format!(
+    /// The key of a chain's cuts in `graph`: everything a cut or its estimate reads, without
+    /// indices. Every variable-length part is preceded by its length, so two chains share a
+    /// key only when they are alike.
+    pub fn signature(graph: &Graph, chain: &Chain) -> Signature {
+        let mut key = Vec::with_capacity(64 * chain.nodes.len());
+        let put = |bytes: &[u8], key: &mut Vec<u8>| {
+            key.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            key.extend_from_slice(bytes);
+        };
+        let header = format!(
             "{:?}|{:?}|{:?}|{:?}|{}|{:?}",
             chain.rules, chain.reads, chain.layouts, chain.grids, chain.last, chain.extra
         );
-        let shape = |v: Option<usize>| v.and_then(|v| shape_of(graph, v));
+        put(header.as_bytes(), &mut key);
+        let value = |v: Option<usize>, key: &mut Vec<u8>| {
+            let typed = v.and_then(|v| graph.values[v].tensor_type());
+            let dims = v.and_then(|v| shape_of(graph, v));
+            key.push(u8::from(typed.is_some()));
+            if let Some(t) = typed {
+                key.extend_from_slice(&(t.dtype as i32).to_le_bytes());
+            }
+            key.push(u8::from(dims.is_some()));
+            let dims = dims.unwrap_or_default();
+            key.extend_from_slice(&(dims.len() as u64).to_le_bytes());
+            dims.iter()
+                .for_each(|d| key.extend_from_slice(&d.to_le_bytes()));
+        };
         for &n in &chain.nodes {
             let node = &graph.nodes[n];
-            let inputs: Vec<_> = node.inputs.iter().map(|&v| shape(v)).collect();
-            let outputs: Vec<_> = node.outputs.iter().map(|&v| shape(v)).collect();
-            let _ = write!(
-                key,
-                "|{}:{}:{:?}:{inputs:?}:{outputs:?}",
-                node.domain, node.op_type, node.attributes
-            );
+            put(node.domain.as_bytes(), &mut key);
+            put(node.op_type.as_bytes(), &mut key);
+            key.extend_from_slice(&(node.attributes.len() as u64).to_le_bytes());
+            for attribute in &node.attributes {
+                put(&attribute.encode_to_vec(), &mut key);
+            }
+            for values in [&node.inputs, &node.outputs] {
+                key.extend_from_slice(&(values.len() as u64).to_le_bytes());
+                values.iter().for_each(|&v| value(v, &mut key));
+            }
         }
         key.into()
+    }
+
+    /// [`ChainEstimate::by_tile`] of `tiling`, the cut of the chain whose signature is
+    /// `signature` by `grid`, from the memo when an earlier estimate answers it.
+    pub fn working(
+        &self,
+        (chain, signature): (&Chain, &Signature),
+        (grid, tiling): ([usize; 2], &Tiling),
+        estimate: &ChainEstimate,
+    ) -> Rc<[u64]> {
+        let key = (signature.clone(), grid);
+        if let Some(w) = self.working.borrow().get(&key) {
+            return w.clone();
+        }
+        let w: Rc<[u64]> = estimate.by_tile(chain, tiling).into();
+        self.working.borrow_mut().insert(key, w.clone());
+        w
     }
 
     /// [`super::tiling::cut_within`] of the chain whose [`Cuts::signature`] is `signature`,
@@ -59,7 +107,7 @@ impl Cuts {
     pub fn cut_within(
         &self,
         graph: &Graph,
-        (chain, signature): (&Chain, &Rc<str>),
+        (chain, signature): (&Chain, &Signature),
         grid: [usize; 2],
         max_macs: u64,
     ) -> Option<Rc<Tiling>> {

@@ -136,8 +136,8 @@ pub struct ChainEstimate {
     /// What crosses into the chain plus its outputs, which the tiles' results fill in place
     /// (strided views).
     fixed: u64,
-    /// For each chain node, the last chain node reading its output.
-    last_use: Vec<usize>,
+    /// For each chain node, the earlier chain nodes whose outputs it is the last to read.
+    freed_by: Vec<Vec<usize>>,
     /// For each chain node, its output's element type and elements per position (N × C).
     out: Vec<Option<PerPosition>>,
     /// For each chain node and input read per tile, the input's sizes and its H and W.
@@ -205,6 +205,12 @@ impl ChainEstimate {
                 }
             }
         }
+        let mut freed_by = vec![Vec::new(); chain.nodes.len()];
+        for (j, &k) in last_use.iter().enumerate() {
+            if j < k {
+                freed_by[k].push(j);
+            }
+        }
         let assembled = match banding.progressive {
             true => assembled_inputs(graph, chain, banding.made_by_split),
             false => Vec::new(),
@@ -250,7 +256,7 @@ impl ChainEstimate {
         ChainEstimate {
             outside: outside_peak(live, [start, end]),
             fixed,
-            last_use,
+            freed_by,
             out: chain
                 .nodes
                 .iter()
@@ -315,29 +321,39 @@ impl ChainEstimate {
         held
     }
 
-    /// The estimated arena with `tiling`: the peak outside the chain, or what crosses into the
-    /// chain plus one tile's working set plus the outputs. Returns that estimate and the
-    /// chain's own part (without the peak outside), which ranks chains whose estimates the
-    /// peak outside makes equal.
-    pub fn of(&self, chain: &Chain, tiling: &Tiling) -> (u64, u64) {
-        let banded = self.banded_by_tile(chain, tiling);
+    /// Per tile of `tiling`, the bytes its own work holds at its peak: [`Self::tile_peak`]
+    /// plus the rows carried from the tile before. It depends on the chain's signature
+    /// ([`super::cuts::Cuts::signature`]) and the grid only, so the memo keeps it.
+    pub fn by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
         let carried = self.carried_by_tile(chain, tiling);
-        let working = tiling
+        tiling
             .tiles
             .iter()
-            .zip(banded)
             .zip(carried)
-            .map(|((tile, held), carried)| self.tile_peak(chain, tile) + held + carried)
+            .map(|(tile, carried)| self.tile_peak(chain, tile) + carried)
+            .collect()
+    }
+
+    /// The estimated arena with `tiling`, whose [`Self::by_tile`] is `working`: the peak
+    /// outside the chain, or what crosses into the chain plus one tile's working set plus the
+    /// outputs. Returns that estimate and the chain's own part (without the peak outside),
+    /// which ranks chains whose estimates the peak outside makes equal.
+    pub fn of(&self, chain: &Chain, tiling: &Tiling, working: &[u64]) -> (u64, u64) {
+        let banded = self.banded_by_tile(chain, tiling);
+        let peak = working
+            .iter()
+            .zip(banded)
+            .map(|(work, held)| work + held)
             .max()
             .unwrap_or(0);
-        let inside = self.fixed + working;
+        let inside = self.fixed + peak;
         (self.outside.max(inside), inside)
     }
 
     /// For a streamed tiling, per tile, the rows of chain tensors that cross from the tile
     /// before it (the rows above its own that a tile reads, which the tile before kept); all 0
     /// otherwise.
-    pub fn carried_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
+    fn carried_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
         let tiles = &tiling.tiles;
         let mut carried = vec![0u64; tiles.len()];
         if !tiling.streamed {
@@ -382,12 +398,7 @@ impl ChainEstimate {
             let out = held(k);
             peak = peak.max(live + slices + out);
             live += out;
-            for (j, _) in self
-                .last_use
-                .iter()
-                .enumerate()
-                .filter(|&(j, &u)| u == k && j < k)
-            {
+            for &j in &self.freed_by[k] {
                 live -= held(j);
             }
         }

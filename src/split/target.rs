@@ -61,7 +61,8 @@ pub fn grade(
         if !spend(tiles_work(n, grid)) {
             return Err(Spent);
         }
-        let (estimate, inside) = estimates.of(chain, &tiling);
+        let working = cuts.working((chain, &signature), (grid, &tiling), &estimates);
+        let (estimate, inside) = estimates.of(chain, &tiling, &working);
         graded.push(Graded {
             grid,
             estimate,
