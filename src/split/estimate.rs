@@ -353,7 +353,7 @@ impl ChainEstimate {
     /// For a streamed tiling, per tile, the rows of chain tensors that cross from the tile
     /// before it (the rows above its own that a tile reads, which the tile before kept); all 0
     /// otherwise.
-    fn carried_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
+    pub fn carried_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
         let tiles = &tiling.tiles;
         let mut carried = vec![0u64; tiles.len()];
         if !tiling.streamed {
