@@ -288,3 +288,126 @@ fn a_chain_of_qdq_units_splits_into_units_per_tile() {
     common::assert_verifies(&dir.path().join("split.onnx"), &table);
     bit_identical_in_onnxruntime(&original, &split);
 }
+
+/// A residual block of QDQ units (int8, zero point −20, every scale 0.02): x → Q → q0;
+/// [DQ q0 → Conv 3×3 pad 1 → Q] → q1; [DQ q1 → Conv 3×3 pad 1 → Q] → q2; [DQ q0, DQ q2 →
+/// Add → Q] → y [1,2,16,16]. The DQ of q0 is read by both the first Conv and the Add, as
+/// quantize_static writes a tensor read twice.
+fn qdq_residual() -> ModelProto {
+    let mut nodes = Vec::new();
+    for l in 1..=2 {
+        nodes.push(node(
+            "DequantizeLinear",
+            &[&format!("w{l}"), "sw", "zw"],
+            &[&format!("dw{l}")],
+        ));
+        nodes.push(node(
+            "DequantizeLinear",
+            &[&format!("b{l}"), "sb"],
+            &[&format!("db{l}")],
+        ));
+    }
+    nodes.push(node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]));
+    nodes.push(node("DequantizeLinear", &["q0", "sx", "zx"], &["d0"]));
+    for l in 1..=2 {
+        let d = if l == 1 {
+            "d0".to_string()
+        } else {
+            format!("d{}", l - 1)
+        };
+        if l == 2 {
+            nodes.push(node("DequantizeLinear", &["q1", "sx", "zx"], &[&d]));
+        }
+        let c = format!("c{l}");
+        let conv = node("Conv", &[&d, &format!("dw{l}"), &format!("db{l}")], &[&c]);
+        nodes.push(window(conv, 1));
+        nodes.push(node(
+            "QuantizeLinear",
+            &[&c, "sx", "zx"],
+            &[&format!("q{l}")],
+        ));
+    }
+    nodes.push(node("DequantizeLinear", &["q2", "sx", "zx"], &["d2"]));
+    nodes.push(node("Add", &["d0", "d2"], &["s"]));
+    nodes.push(node("QuantizeLinear", &["s", "sx", "zx"], &["y"]));
+    model(GraphProto {
+        name: Some("qdq_residual".into()),
+        node: nodes,
+        input: vec![float_info("x", &[1, 2, 16, 16])],
+        output: vec![info("y", INT8, &[1, 2, 16, 16])],
+        initializer: vec![
+            scalar_f32("sx", 0.02),
+            raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
+            scalar_f32("sw", 0.005),
+            raw_init("zw", &[], INT8, vec![0]),
+            scalar_f32("sb", 0.0001),
+            weights("w1", 2, 2, 1),
+            weights("w2", 2, 2, 2),
+            bias("b1", 2, 1),
+            bias("b2", 2, 2),
+        ],
+        ..Default::default()
+    })
+}
+
+/// Row strips of a QDQ residual block stream and keep every unit whole. Worked by hand, 4
+/// strips of y's 16 rows: after `unique_readers` the chain is Q0, DQa (d0 for the Conv),
+/// DQb (d0 for the Add), Conv1, Q1, DQ1, Conv2, Q2, DQ2, Add, Qy. Strip 1 makes y rows
+/// [4,8): Add, Q2 and Conv2 stream rows [4,8); Conv2 reads rows [3,9) of DQ1, which each
+/// strip recomputes from q1's rows (Q1 and Conv1 stream [5,9): strip 0 went to row 5, as
+/// Conv2's rows [0,4) read [−1,5)); Conv1's rows [5,9) read DQa rows [4,10), Q0 streams
+/// [6,10). DQa computes [0,6), [4,10), [8,14), [12,16): 22 rows of 16 for 16, 96 positions
+/// recomputed (no MACs: a DQ multiplies nothing); DQ1 likewise [0,5), [3,9), [7,13),
+/// [11,16): 96. DQb and DQ2 compute the Add's rows once. No Conv recomputes a row.
+#[test]
+fn row_strips_of_a_qdq_residual_block_stream_as_units() {
+    use onnx_memplan::split::dequantize::unique_readers;
+    use onnx_memplan::split::tiling::stream;
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("qdq_residual.onnx");
+    write_model(&qdq_residual(), &original);
+    let mut unique = qdq_residual();
+    assert_eq!(unique_readers(&mut unique), 1, "d0 gets a copy for the Add");
+    let g = unique.graph.as_ref().unwrap();
+    let add = g.node.iter().find(|n| n.op_type() == "Add").unwrap();
+    assert_eq!(add.input[0], "d0/reader1");
+    let path = dir.path().join("unique.onnx");
+    write_model(&unique, &path);
+    let (proto, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = chain_of(graph, &order[4..], 17).expect("the block forms a chain");
+    assert_eq!(chain.nodes.len(), 11);
+    let tiling = stream(graph, &chain, 4).expect("the strips stream");
+    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    let (q0, dqa, dqb, conv1, dq1, conv2, add) = (0, 1, 2, 3, 5, 6, 9);
+    assert_eq!(rows(1, add), Span::new(4, 8));
+    assert_eq!(rows(1, conv2), Span::new(4, 8));
+    assert_eq!(rows(1, dq1), Span::new(3, 9));
+    assert_eq!(rows(1, conv1), Span::new(5, 9));
+    assert_eq!(rows(1, dqa), Span::new(4, 10));
+    assert_eq!(rows(1, q0), Span::new(6, 10));
+    assert_eq!(rows(1, dqb), Span::new(4, 8));
+    assert_eq!(rows(3, dqa), Span::new(12, 16));
+    assert_eq!(rows(3, dq1), Span::new(11, 16));
+    assert_eq!(tiling.halo, vec![0, 96, 0, 0, 0, 96, 0, 0, 0, 0, 0]);
+    assert_eq!(tiling.extra_macs, 0);
+
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
+    // Units per strip: DQa → Conv1 → Q1, DQ1 → Conv2 → Q2, DQb + DQ2 → Add → Qy: seven
+    // fused outputs (DQa, Conv1, DQ1, Conv2, DQb, DQ2, Add) × 4 strips, plus the 4 shared
+    // weight and bias DQ outputs: 32. Every other float tensor is x or a slice of it.
+    assert_eq!(fused(&table), 32);
+    let t = common::read_table(&table);
+    let float_planned: Vec<&str> = t
+        .tensors
+        .iter()
+        .filter(|x| x.offset.is_some() && x.dtype.as_deref() == Some("float32"))
+        .map(|x| x.name.as_str())
+        .filter(|n| *n != "x" && !n.starts_with("x/"))
+        .collect();
+    assert!(float_planned.is_empty(), "{float_planned:?}");
+    common::assert_verifies(&dir.path().join("split.onnx"), &table);
+    bit_identical_in_onnxruntime(&original, &dir.path().join("split.onnx"));
+}

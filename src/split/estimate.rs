@@ -247,6 +247,12 @@ impl ChainEstimate {
                 crossing.saturating_sub(held)
             }
         };
+        // The float tensors inside QDQ node units take no arena bytes.
+        let fused: HashSet<ValueId> = graph
+            .units
+            .iter()
+            .flat_map(|u| u.internal.iter().copied())
+            .collect();
         ChainEstimate {
             outside: outside_peak(live, [start, end]),
             fixed,
@@ -255,7 +261,10 @@ impl ChainEstimate {
                 .nodes
                 .iter()
                 .zip(&chain.grids)
-                .map(|(&n, &grid)| per_position(graph, graph.nodes[n].outputs[0]?, grid))
+                .map(|(&n, &grid)| {
+                    let v = graph.nodes[n].outputs[0]?;
+                    per_position(graph, v, grid).filter(|_| !fused.contains(&v))
+                })
                 .collect(),
             inputs: chain
                 .nodes

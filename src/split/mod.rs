@@ -13,6 +13,7 @@
 pub mod bands;
 pub mod chain;
 pub mod cuts;
+pub mod dequantize;
 pub mod estimate;
 pub mod glue;
 pub mod layout;

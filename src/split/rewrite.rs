@@ -8,6 +8,7 @@ use super::bands::{
     Bands, ConcatInputs, SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs,
 };
 use super::chain::{Chain, Read, is_foldable_shape};
+use super::dequantize::recomputed;
 use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
 use super::region::{Region, Span, area, full};
@@ -129,8 +130,12 @@ pub fn rewrite(
         })
         .collect();
     // A streamed chain's tensors read inside it, as the bands its tiles make.
+    // A recomputed DQ is made whole for its reader by each tile (`dequantize::recomputed`).
+    let recomputed: Vec<bool> = (0..chain.nodes.len())
+        .map(|k| tiling.streamed && recomputed(graph, chain, k))
+        .collect();
     if tiling.streamed {
-        for k in 0..chain.nodes.len() {
+        for k in (0..chain.nodes.len()).filter(|&k| !recomputed[k]) {
             if chain.reads.iter().flatten().any(|r| *r == Read::Inside(k)) {
                 let name = graph.values[output_of(graph, chain, k)].name.clone();
                 bands.insert(name, Bands::along_rows(chain.grids[k]));
@@ -164,7 +169,7 @@ pub fn rewrite(
                         continue;
                     }
                     // A streamed chain's tiles read the rows the earlier ones made too.
-                    Read::Inside(j) if tiling.streamed => {
+                    Read::Inside(j) if tiling.streamed && !recomputed[j] => {
                         let [h, w] = chain.grids[j];
                         let name = graph.values[output_of(graph, chain, j)].name.clone();
                         (name, full(h, w), chain.layouts[j])

@@ -2,6 +2,7 @@
 //! field of the tile's part of the output), the halo it recomputes and the extra MACs.
 
 use super::chain::{Chain, Read};
+use super::dequantize;
 use super::macs::{input_macs_per_position, macs_per_position};
 use super::region::{Region, Span, full, hull};
 use super::rules::{Rule, shape_of};
@@ -84,17 +85,33 @@ fn streams(chain: &Chain) -> bool {
 pub fn stream(graph: &Graph, chain: &Chain, rows: usize) -> Option<Tiling> {
     let base = tile(graph, chain, [rows, 1])?;
     let n = chain.nodes.len();
+    let recomputed: Vec<bool> = (0..n).map(|k| dequantize::recomputed(graph, chain, k)).collect();
     let mut done = vec![0i64; n];
+    // Rows of recomputed nodes, summed over the strips.
+    let mut recomputed_rows = vec![0i64; n];
     let mut tiles = Vec::with_capacity(rows);
     for strip in &base.tiles {
         let mut computed = strip.computed.clone();
-        for k in 0..n {
+        for k in (0..n).filter(|&k| !recomputed[k]) {
             let end = strip.computed[k][0].end;
             if end <= done[k] {
                 return None;
             }
             computed[k][0] = Span::new(done[k], end);
             done[k] = end;
+        }
+        // A recomputed DQ makes the rows its readers read in this strip, from the rows of
+        // its integer input (which stream).
+        for k in (0..n).rev().filter(|&k| recomputed[k]) {
+            let [h, _] = chain.grids[k];
+            let rows = (0..n)
+                .flat_map(|r| (0..chain.reads[r].len()).map(move |i| (r, i)))
+                .filter(|&(r, i)| chain.reads[r][i] == Read::Inside(k))
+                .filter_map(|(r, i)| need(&chain.rules[r], &chain.reads[r][i], computed[r]))
+                .map(|region| region[0].clip(h))
+                .reduce(Span::hull)?;
+            computed[k][0] = rows;
+            recomputed_rows[k] += rows.len();
         }
         let reads = (0..n)
             .map(|k| {
@@ -123,7 +140,8 @@ pub fn stream(graph: &Graph, chain: &Chain, rows: usize) -> Option<Tiling> {
     let halo = (0..n)
         .map(|k| {
             let [h, w] = chain.grids[k];
-            done[k] * w - h * w
+            let computed = if recomputed[k] { recomputed_rows[k] } else { done[k] };
+            computed * w - h * w
         })
         .collect();
     Some(Tiling {
