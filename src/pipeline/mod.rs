@@ -75,6 +75,17 @@ pub enum ScheduleChoice {
     Memory,
 }
 
+impl Options {
+    /// How Q/DQ patterns run: as `qdq` says, except that the budget and partition modes,
+    /// which place tensors node by node, run them literally.
+    pub fn qdq_in_effect(&self) -> crate::units::QdqChoice {
+        match self.modes.budget.is_some() || self.modes.partition.is_some() {
+            true => crate::units::QdqChoice::Literal,
+            false => self.qdq,
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

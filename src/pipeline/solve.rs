@@ -55,11 +55,7 @@ pub(crate) fn plan_proto(
     budget: &Budget,
 ) -> Result<Planned> {
     let (original, mut model, report) = type_model(path, proto, &options.infer)?;
-    // The budget and partition modes place tensors node by node: they run Q/DQ literally.
-    let qdq = match options.modes.budget.is_some() || options.modes.partition.is_some() {
-        true => crate::units::QdqChoice::Literal,
-        false => options.qdq,
-    };
+    let qdq = options.qdq_in_effect();
     crate::units::mark(&mut model.graph, qdq);
     // Data-dependent counts are planned at their bounds: the model typed there.
     let at_bound = if report.data_dependent.is_empty() {

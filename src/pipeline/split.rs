@@ -37,11 +37,10 @@ pub(super) fn plan_split(
     options: &Options,
     budget: &Budget,
 ) -> Result<Planned> {
-    // QDQ units (the budget and partition modes run Q/DQ literally): each reader of a DQ gets
-    // its own, so every tile copy of a chain's unit keeps its DQ (split::dequantize).
+    // With QDQ units each reader of a DQ gets its own, so every tile copy of a chain's unit
+    // keeps its DQ (split::dequantize).
     let mut proto = proto;
-    let literal = options.modes.budget.is_some() || options.modes.partition.is_some();
-    if options.qdq == crate::units::QdqChoice::Units && !literal {
+    if options.qdq_in_effect() == crate::units::QdqChoice::Units {
         split::dequantize::unique_readers(&mut proto);
     }
     // Split tiles land in their chain's output as strided views (where that lowers the

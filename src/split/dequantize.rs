@@ -131,9 +131,7 @@ fn collect_reads(graph: &crate::onnx::proto::GraphProto, into: &mut HashSet<Stri
 /// reader needs rather than streaming its rows: a DQ whose float output stays inside the
 /// chain (not one of the chain's outputs), so its tile copy joins the reader's node unit.
 pub fn recomputed(graph: &Graph, chain: &Chain, k: usize) -> bool {
-    let node = &graph.nodes[chain.nodes[k]];
-    node.op_type == "DequantizeLinear"
-        && matches!(node.domain.as_str(), "" | "com.microsoft")
+    crate::units::table::is_dq(&graph.nodes[chain.nodes[k]])
         && k != chain.last
         && !chain.extra.contains(&k)
 }
