@@ -4,15 +4,17 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 use anyhow::Result;
+use rayon::prelude::*;
 
 use super::solve::plan_proto;
 use super::{Options, Planned, ScheduleChoice};
 use crate::emit;
 use crate::liveness::LivenessOptions;
 use crate::onnx::proto::ModelProto;
-use crate::plan::Budget;
+use crate::plan::{Budget, Meter};
 use crate::split::{self, SplitOptions, TrialPlan};
 
 /// Work units a split trial is charged per node of its model, beside its planner's own work:
@@ -84,12 +86,15 @@ pub(super) fn plan_split(
         let trial = &trials[usize::from(blockwise)];
         plan_proto(path, model, trial, &trial_budget)
     };
-    // One meter for the search: trials and the estimates that rank them draw on it.
-    let meter = RefCell::new(split_budget.meter());
-    let spend = |units: u64| meter.borrow_mut().spend(units);
-    // The trials planned so far, by the digest of their model and whether blocks overwrite.
-    let trials_done: RefCell<HashMap<(Digest, bool), (TrialPlan, u64)>> = Default::default();
-    let budgeted_trial = |model: ModelProto, blockwise: bool| -> Result<Option<TrialPlan>> {
+    // The trials planned so far, by the digest of their model and whether blocks overwrite;
+    // the searches running side by side share it.
+    let trials_done: Mutex<HashMap<(Digest, bool), (TrialPlan, u64)>> = Default::default();
+    // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
+    let budgeted_trial = |model: ModelProto,
+                          blockwise: bool,
+                          meter: &RefCell<Meter>|
+     -> Result<Option<TrialPlan>> {
+        let spend = |units: u64| meter.borrow_mut().spend(units);
         let nodes = nodes_of(&model);
         if !spend(nodes.saturating_mul(TRIAL_WORK_PER_NODE)) || !meter.borrow_mut().running() {
             return Ok(None);
@@ -97,9 +102,10 @@ pub(super) fn plan_split(
         // Searches meet the same rewrites again (their first rounds start alike): a trial
         // planned before is taken from the memo at the charge it had, so no result changes.
         let key = (digest(&model), blockwise);
-        if let Some((trial, work)) = trials_done.borrow().get(&key) {
-            spend(*work);
-            return Ok(Some(trial.clone()));
+        let known = lock(&trials_done).get(&key).cloned();
+        if let Some((trial, work)) = known {
+            spend(work);
+            return Ok(Some(trial));
         }
         let planned = plan_trial(model, blockwise)?;
         spend(planned.work);
@@ -108,7 +114,7 @@ pub(super) fn plan_split(
             table: planned.table,
         };
         let done = (trial.clone(), planned.work);
-        trials_done.borrow_mut().insert(key, done);
+        lock(&trials_done).insert(key, done);
         Ok(Some(trial))
     };
     let Planned {
@@ -127,27 +133,13 @@ pub(super) fn plan_split(
         scatter_inputs: options.liveness.include_io,
         ..options.split
     };
-    // The search is greedy: each of split::SEARCHES searches on the work left by those
-    // before it, and the best rank wins (under a budget the one that fits, then the
-    // smallest arena; the first of equals).
-    let mut outcome: Option<(split::Outcome, bool)> = None;
     // The chain cuts the searches share (rounds and searches meet the same chains again).
     let cuts = split::cuts::Cuts::default();
-    // What the first search saw: row chains, chains read as bands, fine row strips.
-    let mut first_saw: Option<(bool, bool, bool)> = None;
-    for search in split::SEARCHES {
-        let (rows, bands, strips) = first_saw.unwrap_or((true, true, true));
-        // Without blocks written over their input, row chains, bands or fine strips, these
-        // repeat the searches before.
-        let repeats = match search.differs_in {
-            split::Differs::Nothing => false,
-            split::Differs::Rows => !rows,
-            split::Differs::Bands => !bands,
-            split::Differs::Strips => !strips,
-        };
-        if repeats || (search.blockwise && !can_overwrite_blocks) {
-            continue;
-        }
+    // One search of split::SEARCHES on its own meter: its trials and the estimates that rank
+    // them draw on it.
+    let run = |search: &split::Search, meter: Meter| -> Result<(split::Outcome, Meter)> {
+        let meter = RefCell::new(meter);
+        let spend = |units: u64| meter.borrow_mut().spend(units);
         let variant = SplitOptions {
             row_rules: search.row_rules,
             recompute: search.recompute,
@@ -159,25 +151,55 @@ pub(super) fn plan_split(
             fine_strips: search.fine_strips,
             ..split_options
         };
-        let trial = |model: ModelProto| budgeted_trial(model, search.blockwise);
+        let trial = |model: ModelProto| budgeted_trial(model, search.blockwise, &meter);
         let found = split::search(&original, &first_trial, &variant, &trial, (&spend, &cuts))?;
-        let banded = found
-            .info
-            .chains
-            .iter()
-            .any(|c| c.read_as_bands_by.is_some());
-        // Row strips finer than any grid of the search without them.
-        let strips =
-            found.info.chains.iter().any(|c| {
-                c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > split::search::MAX_TILES
-            });
-        first_saw.get_or_insert((found.saw_rows, banded, strips));
-        let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
-        if outcome.as_ref().is_none_or(|o| rank(&found) < rank(&o.0)) {
-            outcome = Some((found, search.blockwise));
+        Ok((found, meter.into_inner()))
+    };
+    // The first search runs on the whole allowance. The others each get what it left, on
+    // meters of their own, and run side by side: each one's result depends on its options
+    // and that work alone, never on the machine's cores or load. The best rank wins (under
+    // a budget the one that fits, then the smallest arena; the first of equals, in
+    // split::SEARCHES order).
+    let (first_search, others) = split::SEARCHES.split_first().expect("a first search");
+    let (first_found, first_meter) = run(first_search, split_budget.meter())?;
+    let banded = first_found
+        .info
+        .chains
+        .iter()
+        .any(|c| c.read_as_bands_by.is_some());
+    // Row strips finer than any grid of the search without them.
+    let strips = first_found
+        .info
+        .chains
+        .iter()
+        .any(|c| c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > split::search::MAX_TILES);
+    // Without blocks written over their input, row chains, bands or fine strips, these
+    // repeat the first search.
+    let differs = |search: &&split::Search| {
+        let differs = match search.differs_in {
+            split::Differs::Nothing => true,
+            split::Differs::Rows => first_found.saw_rows,
+            split::Differs::Bands => banded,
+            split::Differs::Strips => strips,
+        };
+        differs && (!search.blockwise || can_overwrite_blocks)
+    };
+    let others: Vec<&split::Search> = others.iter().filter(differs).collect();
+    let found: Vec<Result<(split::Outcome, Meter)>> = others
+        .par_iter()
+        .map(|search| run(search, first_meter.share(1)))
+        .collect();
+    let mut ended = first_meter.ending();
+    let mut outcome = (first_found, first_search.blockwise);
+    let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
+    for (search, found) in others.iter().zip(found) {
+        let (found, meter) = found?;
+        ended = ended.max(meter.ending());
+        if rank(&found) < rank(&outcome.0) {
+            outcome = (found, search.blockwise);
         }
     }
-    let (outcome, blockwise) = outcome.expect("at least one search");
+    let (outcome, blockwise) = outcome;
     let first = Planned {
         original,
         model: first_trial.model,
@@ -187,7 +209,6 @@ pub(super) fn plan_split(
         work,
     };
     let options = &with_blocks(blockwise);
-    let ended = meter.borrow().ending();
     // The final plan's planners get the work left, and --time-limit's safety stop anew.
     let budget = &Budget {
         deadline: Budget::within(options.time_limit).deadline,
@@ -235,6 +256,11 @@ pub(super) fn plan_split(
         ended_by: ended.name().into(),
     });
     Ok(planned)
+}
+
+/// The memo's map, whatever a panicking holder left (an entry is whole or absent).
+fn lock<T>(map: &Mutex<T>) -> MutexGuard<'_, T> {
+    map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The SHA-256 of a model's encoding.

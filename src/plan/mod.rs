@@ -23,7 +23,7 @@ mod timeline;
 mod verify;
 
 pub use bounds::{aligned_live_bound, lower_bound, max_live_bound};
-pub use budget::{Budget, Ending, SAFETY_FACTOR, WORK_PER_SECOND};
+pub use budget::{Budget, Ending, Meter, SAFETY_FACTOR, WORK_PER_SECOND};
 pub use options::{PlanOptions, PlannerChoice, UnknownPlanner, planner_names};
 pub use parametric::{
     ParametricPlan, Point, SymBuffer, SymProblem, plan_parametric, sample_points,

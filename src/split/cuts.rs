@@ -8,9 +8,9 @@
 //! on the same. It changes no result (the work each cut is charged stays the same); it saves
 //! the time of cutting and estimating again.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
 
 use prost::Message;
 
@@ -23,22 +23,48 @@ use crate::ir::Graph;
 /// What cutting a chain by a grid gave: the tiling, or the extra MACs past the allowance it
 /// was cut within, or no tiling at any allowance.
 enum Cached {
-    Cut(Rc<Tiling>),
+    Cut(Arc<Tiling>),
     Over(u64),
     Never,
 }
 
-/// A chain's signature ([`Cuts::signature`]).
-pub type Signature = Rc<[u8]>;
+/// A chain's signature ([`Cuts::signature`]): its bytes, with their hash computed once (a
+/// signature runs to kilobytes and is looked up once per grid).
+#[derive(Clone, Debug)]
+pub struct Signature(Arc<(u64, Box<[u8]>)>);
+
+impl PartialEq for Signature {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.0 == other.0.0 && self.0.1 == other.0.1
+    }
+}
+
+impl Eq for Signature {}
+
+impl Hash for Signature {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.0);
+    }
+}
+
+impl From<Vec<u8>> for Signature {
+    fn from(bytes: Vec<u8>) -> Self {
+        // A fixed hasher: the hash only places keys in the memo, it never orders a result.
+        let hash = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default()
+            .hash_one(&bytes);
+        Signature(Arc::new((hash, bytes.into())))
+    }
+}
 
 /// A chain's signature and a grid.
 type Key = (Signature, [usize; 2]);
 
-/// The memo: cuts, and their working bytes per tile, by chain signature and grid.
+/// The memo: cuts, and their working bytes per tile, by chain signature and grid. The
+/// searches that run side by side share it.
 #[derive(Default)]
 pub struct Cuts {
-    memo: RefCell<HashMap<Key, Cached>>,
-    working: RefCell<HashMap<Key, Rc<[u64]>>>,
+    memo: Mutex<HashMap<Key, Cached>>,
+    working: Mutex<HashMap<Key, Arc<[u64]>>>,
 }
 
 impl Cuts {
@@ -92,13 +118,13 @@ impl Cuts {
         (chain, signature): (&Chain, &Signature),
         (grid, tiling): ([usize; 2], &Tiling),
         estimate: &ChainEstimate,
-    ) -> Rc<[u64]> {
+    ) -> Arc<[u64]> {
         let key = (signature.clone(), grid);
-        if let Some(w) = self.working.borrow().get(&key) {
+        if let Some(w) = lock(&self.working).get(&key) {
             return w.clone();
         }
-        let w: Rc<[u64]> = estimate.by_tile(chain, tiling).into();
-        self.working.borrow_mut().insert(key, w.clone());
+        let w: Arc<[u64]> = estimate.by_tile(chain, tiling).into();
+        lock(&self.working).insert(key, w.clone());
         w
     }
 
@@ -110,9 +136,9 @@ impl Cuts {
         (chain, signature): (&Chain, &Signature),
         grid: [usize; 2],
         max_macs: u64,
-    ) -> Option<Rc<Tiling>> {
+    ) -> Option<Arc<Tiling>> {
         let key = (signature.clone(), grid);
-        match self.memo.borrow().get(&key) {
+        match lock(&self.memo).get(&key) {
             Some(Cached::Cut(t)) => return within(t, max_macs).then(|| t.clone()),
             Some(Cached::Over(extra)) if *extra > max_macs => return None,
             Some(Cached::Never) => return None,
@@ -120,15 +146,20 @@ impl Cuts {
         }
         let (answer, cached) = match cut_costed(graph, chain, grid, max_macs) {
             Some(Ok(t)) => {
-                let t = Rc::new(t);
+                let t = Arc::new(t);
                 (Some(t.clone()), Cached::Cut(t))
             }
             Some(Err(extra)) => (None, Cached::Over(extra)),
             None => (None, Cached::Never),
         };
-        self.memo.borrow_mut().insert(key, cached);
+        lock(&self.memo).insert(key, cached);
         answer
     }
+}
+
+/// The memo's map, whatever a panicking holder left (an entry is whole or absent).
+fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether `cut_within` with `max_macs` gives the tiling `t`: streamed strips whatever the

@@ -133,8 +133,9 @@ pub enum Differs {
     Strips,
 }
 
-/// The searches the pipeline makes, in turn while the allowance lasts (each on the work left
-/// by the ones before), keeping the best: the row rule sets, what row chains may recompute,
+/// The searches the pipeline makes, the first on the whole allowance and the others side by
+/// side, each on the work the first left (so none depends on another's course), keeping the
+/// best: the row rule sets, what row chains may recompute,
 /// whether blocks may write over the rows of their input (`LivenessOptions::blockwise`, for
 /// the search's trials and, if it wins, the final plan), how chains reading bands are
 /// estimated and when their tiles run. The search is greedy, and more candidates or other sharing may lead it to a
