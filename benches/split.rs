@@ -20,6 +20,10 @@
 
 mod common;
 
+/// The binary's allocator (see src/main.rs), so the table times what the command runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::Path;
 use std::time::Instant;
 

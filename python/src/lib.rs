@@ -2,6 +2,11 @@
 //! `python/onnx_memplan/` turns keyword arguments into `plan`'s flags, which are parsed here by
 //! the command line's own parser, so the two front ends cannot drift apart.
 
+/// The command's allocator (see src/main.rs): the split search makes and drops many small
+/// structures per trial.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
