@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use anyhow::Result;
+use bytes::Bytes;
 use rayon::prelude::*;
 
 use super::solve::plan_proto;
@@ -89,6 +90,7 @@ pub(super) fn plan_split(
     // The trials planned so far, by the digest of their model and whether blocks overwrite;
     // the searches running side by side share it.
     let trials_done: Mutex<HashMap<(Digest, bool), (TrialPlan, u64)>> = Default::default();
+    let payloads = Payloads::default();
     // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
     let budgeted_trial = |model: ModelProto,
                           blockwise: bool,
@@ -101,7 +103,7 @@ pub(super) fn plan_split(
         }
         // Searches meet the same rewrites again (their first rounds start alike): a trial
         // planned before is taken from the memo at the charge it had, so no result changes.
-        let key = (digest(&model), blockwise);
+        let key = (digest(&model, &payloads), blockwise);
         let known = lock(&trials_done).get(&key).cloned();
         if let Some((trial, work)) = known {
             spend(work);
@@ -263,14 +265,53 @@ fn lock<T>(map: &Mutex<T>) -> MutexGuard<'_, T> {
     map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The SHA-256 of a model's encoding.
+/// The SHA-256 of a model's encoding, with large tensor payloads in it replaced by their own
+/// SHA-256 (see [`Payloads`]).
 type Digest = [u8; 32];
 
-/// [`Digest`] of `model`.
-fn digest(model: &ModelProto) -> Digest {
+/// The SHA-256 of tensor payloads, by their address and length, each kept with a handle on
+/// its payload so the memory cannot hold other bytes while the entry stands (payloads are
+/// immutable [`Bytes`]). Every trial of a model carries the same weights: each is hashed once
+/// rather than encoded and hashed per trial.
+#[derive(Default)]
+struct Payloads(Mutex<HashMap<(usize, usize), (Digest, Bytes)>>);
+
+impl Payloads {
+    /// The SHA-256 of `payload`.
+    fn digest(&self, payload: &Bytes) -> Digest {
+        let key = (payload.as_ptr() as usize, payload.len());
+        if let Some((d, _)) = lock(&self.0).get(&key) {
+            return *d;
+        }
+        let d = sha256(payload);
+        lock(&self.0).insert(key, (d, payload.clone()));
+        d
+    }
+}
+
+/// Payloads longer than this are digested on their own in [`digest`].
+const DIGESTED_PAYLOAD: usize = 64;
+
+/// [`Digest`] of `model`: the encoding with every initializer payload longer than
+/// [`DIGESTED_PAYLOAD`] bytes replaced by its SHA-256 (two models share a digest only when
+/// they are equal, short of a SHA-256 collision).
+fn digest(model: &ModelProto, payloads: &Payloads) -> Digest {
     use prost::Message;
+    let mut light = model.clone();
+    for tensor in light.graph.iter_mut().flat_map(|g| g.initializer.iter_mut()) {
+        if let Some(raw) = tensor.raw_data.as_mut()
+            && raw.len() > DIGESTED_PAYLOAD
+        {
+            *raw = Bytes::copy_from_slice(&payloads.digest(raw));
+        }
+    }
+    sha256(&light.encode_to_vec())
+}
+
+/// The SHA-256 of `bytes`.
+fn sha256(bytes: &[u8]) -> Digest {
     use sha2::Digest as _;
     let mut out = [0; 32];
-    out.copy_from_slice(&sha2::Sha256::digest(model.encode_to_vec()));
+    out.copy_from_slice(&sha2::Sha256::digest(bytes));
     out
 }
