@@ -2,6 +2,7 @@
 //! (in-place overwrite, alias, slice alias), following the definitions of docs/format.md.
 
 mod choose;
+mod grouping;
 mod groups;
 mod lifetimes;
 pub mod rules;
