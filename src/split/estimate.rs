@@ -247,10 +247,16 @@ impl ChainEstimate {
                 crossing.saturating_sub(held)
             }
         };
-        // The float tensors inside QDQ node units take no arena bytes.
+        // The float tensors inside QDQ node units take no arena bytes: those of the units
+        // with a node in the chain (the estimate runs per chain, so not every unit's).
+        let members: HashSet<NodeId> = match graph.units.is_empty() {
+            true => HashSet::new(),
+            false => chain.nodes.iter().copied().collect(),
+        };
         let fused: HashSet<ValueId> = graph
             .units
             .iter()
+            .filter(|u| u.nodes.iter().chain(&u.shared).any(|n| members.contains(n)))
             .flat_map(|u| u.internal.iter().copied())
             .collect();
         ChainEstimate {
