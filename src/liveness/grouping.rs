@@ -200,10 +200,7 @@ impl Grouping<'_> {
         let inputs: Vec<Option<usize>> = node.inputs.iter().map(|&v| self.tensor(v)).collect();
         for (k, (&input, &offset)) in inputs.iter().zip(&offsets).enumerate() {
             let Some(input) = input else { continue };
-            let repeated = inputs
-                .iter()
-                .enumerate()
-                .any(|(j, &o)| j != k && o == Some(input));
+            let repeated = read_twice(&inputs, k);
             let eligible = self.tensors[input].kind == TensorKind::Intermediate
                 && self.single(input).is_some()
                 && self.tensors[input].bytes.is_some_and(|b| b > 0)
@@ -304,10 +301,7 @@ impl Grouping<'_> {
         let inputs: Vec<Option<usize>> = node.inputs.iter().map(|&v| self.tensor(v)).collect();
         for (k, &input) in inputs.iter().enumerate() {
             let Some(part) = input else { continue };
-            let repeated = inputs
-                .iter()
-                .enumerate()
-                .any(|(j, &o)| j != k && o == Some(part));
+            let repeated = read_twice(&inputs, k);
             let eligible = self.tensors[part].kind == TensorKind::Intermediate
                 && self.tensors[part].bytes.is_some_and(|b| b > 0)
                 && self.buffer_of[part].is_some_and(|b| b != into)
@@ -468,3 +462,13 @@ impl Grouping<'_> {
     }
 }
 
+/// Whether the tensor of input `k` is also another input of the node (a Concat of `x` with
+/// itself: one tensor cannot be two slices of the output).
+fn read_twice(inputs: &[Option<usize>], k: usize) -> bool {
+    inputs[k].is_some_and(|t| {
+        inputs
+            .iter()
+            .enumerate()
+            .any(|(j, &o)| j != k && o == Some(t))
+    })
+}

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use anyhow::Result;
 use bytes::Bytes;
@@ -16,6 +16,7 @@ use crate::emit;
 use crate::liveness::LivenessOptions;
 use crate::onnx::proto::ModelProto;
 use crate::plan::{Budget, Meter};
+use crate::split::cuts::lock;
 use crate::split::{self, SplitOptions, TrialPlan};
 
 /// Work units a split trial is charged per node of its model, beside its planner's own work:
@@ -258,11 +259,6 @@ pub(super) fn plan_split(
         ended_by: ended.name().into(),
     });
     Ok(planned)
-}
-
-/// The memo's map, whatever a panicking holder left (an entry is whole or absent).
-fn lock<T>(map: &Mutex<T>) -> MutexGuard<'_, T> {
-    map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The SHA-256 of a model's encoding, with large tensor payloads in it replaced by their own

@@ -157,8 +157,9 @@ impl Cuts {
     }
 }
 
-/// The memo's map, whatever a panicking holder left (an entry is whole or absent).
-fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A memo's map, whatever a panicking holder left (a memo's entry is whole or absent, so
+/// the map stays sound); the split driver's memos take theirs the same way.
+pub fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     map.lock().unwrap_or_else(|e| e.into_inner())
 }
 

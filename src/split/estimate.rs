@@ -249,10 +249,7 @@ impl ChainEstimate {
         };
         // The float tensors inside QDQ node units take no arena bytes: those of the units
         // with a node in the chain (the estimate runs per chain, so not every unit's).
-        let members: HashSet<NodeId> = match graph.units.is_empty() {
-            true => HashSet::new(),
-            false => chain.nodes.iter().copied().collect(),
-        };
+        let members: HashSet<NodeId> = chain.nodes.iter().copied().collect();
         let fused: HashSet<ValueId> = graph
             .units
             .iter()
