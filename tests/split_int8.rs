@@ -411,3 +411,71 @@ fn row_strips_of_a_qdq_residual_block_stream_as_units() {
     common::assert_verifies(&dir.path().join("split.onnx"), &table);
     bit_identical_in_onnxruntime(&original, &dir.path().join("split.onnx"));
 }
+
+/// The qdq_chain loaded and typed, with its node units marked as the pipeline marks them.
+fn typed_qdq_chain(dir: &Path) -> onnx_memplan::ir::Model {
+    let path = dir.join("qdq_chain.onnx");
+    write_model(&qdq_chain(), &path);
+    let (_, mut typed, _) = load_typed(&path, &Default::default()).unwrap();
+    onnx_memplan::units::mark(&mut typed.graph, onnx_memplan::units::QdqChoice::Units);
+    typed
+}
+
+/// Chains take QDQ node units whole and count each as one kernel. Worked by hand on the
+/// qdq_chain in its stored order: steps 0–5 are the weight and bias DQs (constants), 6 is
+/// Q(x) (no unit), and the units are steps 7–9, 10–12 and 13–15 (DQ, Conv, Q). Around the
+/// second Conv (step 11) a chain may begin at 6, 7 or 10 (never at a Conv or a Q inside a
+/// unit) and end at 12 or 15. Within 1 kernel only the second unit is a chain; within 2,
+/// the first unit joins it, or the third does.
+#[test]
+fn chains_begin_and_end_at_qdq_unit_boundaries() {
+    use onnx_memplan::split::chain::walk_chains_around;
+    let dir = tempfile::tempdir().unwrap();
+    let typed = typed_qdq_chain(dir.path());
+    let graph = &typed.graph;
+    assert_eq!(graph.units.len(), 3);
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let walk = |max_kernels: usize| {
+        let mut seen = Vec::new();
+        let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<_>| {
+            assert!(build().is_some(), "{steps:?} forms a chain");
+            seen.push(steps);
+            Ok::<bool, ()>(true)
+        };
+        walk_chains_around(graph, &order, 11, &|_| true, (max_kernels, 17), &mut visit).unwrap();
+        seen
+    };
+    assert_eq!(walk(1), vec![[10, 12]]);
+    assert_eq!(walk(2), vec![[10, 12], [7, 12], [10, 15]]);
+    assert_eq!(
+        walk(32),
+        vec![[10, 12], [7, 12], [6, 12], [10, 15], [7, 15], [6, 15]]
+    );
+}
+
+/// A unit reads its inputs until it writes its outputs, so the estimate holds both. Worked by
+/// hand on the qdq_chain's three units (steps 7–15: DQ1, Conv1, Q1, … Q3), cut into 2×2
+/// tiles: the first unit reads a slice of q0 (int8, 2 channels) and writes Q1's part
+/// (4 channels × 6 × 6 = 144 bytes in every tile, see the file's head); the DQ and Conv
+/// outputs are fused. Tile (0, 0) reads q0 rows and columns [0, 12): 2 × 12 × 12 = 288
+/// bytes, with Q1's 144: 432. Tiles (0, 1) and (1, 0) read 12 × 13: 312 + 144 = 456; tile
+/// (1, 1) reads 13 × 13: 338 + 144 = 482. The later units hold less (q1 144 + q2 100).
+#[test]
+fn a_tile_estimate_holds_a_units_input_and_output_together() {
+    use onnx_memplan::split::estimate::{Banding, ChainEstimate, live_bytes};
+    let dir = tempfile::tempdir().unwrap();
+    let typed = typed_qdq_chain(dir.path());
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = chain_of(graph, &order[7..], 17).expect("the three units form a chain");
+    let tiling = tile(graph, &chain, [2, 2]).unwrap();
+    let (_, table) = common::plan_written(dir.path(), "unsplit", &qdq_chain(), &[]);
+    let table = common::read_table(&table);
+    let live = live_bytes(&table);
+    let banding = Banding {
+        made_by_split: &|_| false,
+        progressive: false,
+    };
+    let estimate = ChainEstimate::new(graph, (&table, &live), &chain, [7, 15], &banding);
+    assert_eq!(estimate.by_tile(&chain, &tiling), vec![432, 456, 456, 482]);
+}

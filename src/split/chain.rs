@@ -62,9 +62,10 @@ pub const MAX_CHAIN_NODES: usize = 32;
 /// estimate: a block whose Concat gathers a long run of convolutions is split whole.
 pub const MAX_BUDGET_CHAIN_NODES: usize = 64;
 
-/// Walks every chain of at most `max_nodes` nodes made of the nodes at steps `[start, end]`
+/// Walks every chain of at most `max_nodes` kernels made of the nodes at steps `[start, end]`
 /// of `order` (less the nodes whose values are known before run time, see [`is_constant`],
-/// which neither start nor end a chain) with `start ≤ peak ≤ end`, last step by last step,
+/// which neither start nor end a chain) with `start ≤ peak ≤ end`, taking QDQ node units
+/// whole and counting each as one kernel (see [`Kernels`]), last step by last step,
 /// each from the shortest (first step at `peak`) to the longest. `visit` gets each chain's
 /// first and last steps and a way to build it (`None` when those nodes form no chain), and
 /// says whether the chain is worth growing. When it is not, the walk takes no earlier first
@@ -99,18 +100,20 @@ pub fn walk_chains_around<E>(
     if peak >= order.len() || !(splittable_with(peak, true) || constant(peak)) {
         return Ok(());
     }
-    // The run around the peak within `max_nodes` nodes of it either way.
+    let kernels = Kernels::of(graph, order);
+    let counts = |step: usize| usize::from(!constant(step)) * kernels.weight[step];
+    // The run around the peak within `max_nodes` kernels of it either way.
     let reach = |rows: bool| {
         let ok = |step: usize| splittable_with(step, rows) || constant(step);
         let (mut low, mut high, mut n) = (peak, peak, 0);
         while low > 0 && ok(low - 1) && n < max_nodes {
             low -= 1;
-            n += usize::from(!constant(low));
+            n += counts(low);
         }
         n = 0;
         while high + 1 < order.len() && ok(high + 1) && n < max_nodes {
             high += 1;
-            n += usize::from(!constant(high));
+            n += counts(high);
         }
         (low, high)
     };
@@ -121,17 +124,20 @@ pub fn walk_chains_around<E>(
     }
     let (low, high) = if rows { (low, high) } else { reach(false) };
     let splittable = |step: usize| splittable_with(step, rows);
-    // Non-constant steps in `[0, s)`, to count a chain's nodes.
+    // Kernels in `[0, s)`, to count a chain's length.
     let mut before = vec![0usize; order.len() + 1];
     for s in 0..order.len() {
-        before[s + 1] = before[s] + usize::from(!constant(s));
+        before[s + 1] = before[s] + usize::from(!constant(s)) * kernels.weight[s];
     }
     let nodes_in = |start: usize, end: usize| before[end + 1] - before[start];
-    for end in (peak..=high).filter(|&s| splittable(s)) {
+    for end in (peak..=high).filter(|&s| splittable(s) && kernels.ends[s]) {
         if nodes_in(peak, end) > max_nodes {
             break;
         }
-        for start in (low..=peak).rev().filter(|&s| splittable(s)) {
+        for start in (low..=peak)
+            .rev()
+            .filter(|&s| splittable(s) && kernels.starts[s])
+        {
             if nodes_in(start, end) > max_nodes {
                 break;
             }
@@ -149,6 +155,66 @@ pub fn walk_chains_around<E>(
         }
     }
     Ok(())
+}
+
+/// Where chains may begin and end in a schedule, and what each step counts toward a chain's
+/// length. A QDQ node unit ([`crate::ir::NodeUnit`]) runs as one integer kernel, so a chain
+/// takes it whole: it begins at a unit's first step and ends at its last, never between
+/// (a cut there would make the unit's float tensor a chain input or output, planned and
+/// sliced). A unit counts as one kernel, as the QOperator node it stands for does, and a
+/// DequantizeLinear shared by units counts as none: it materialises nothing, and a chain
+/// may begin with it but not end with it (its float output is read after it). Without
+/// units every step may begin and end a chain and counts as one.
+struct Kernels {
+    /// Whether a chain may begin at each step.
+    starts: Vec<bool>,
+    /// Whether a chain may end at each step.
+    ends: Vec<bool>,
+    /// What each step counts toward a chain's length (before [`is_constant`] steps, which
+    /// count none).
+    weight: Vec<usize>,
+}
+
+impl Kernels {
+    /// The kernels of `graph`'s units over the steps of `order`.
+    fn of(graph: &Graph, order: &[NodeId]) -> Kernels {
+        let n = order.len();
+        let mut kernels = Kernels {
+            starts: vec![true; n],
+            ends: vec![true; n],
+            weight: vec![1; n],
+        };
+        if graph.units.is_empty() {
+            return kernels;
+        }
+        let mut step_of = vec![usize::MAX; graph.nodes.len()];
+        for (s, &node) in order.iter().enumerate() {
+            step_of[node] = s;
+        }
+        for unit in &graph.units {
+            for &dq in &unit.shared {
+                if let Some(&s) = step_of.get(dq).filter(|&&s| s < n) {
+                    kernels.ends[s] = false;
+                    kernels.weight[s] = 0;
+                }
+            }
+            let steps: Vec<usize> = unit
+                .nodes
+                .iter()
+                .filter(|&&node| !is_constant(graph, node))
+                .filter_map(|&node| step_of.get(node).copied().filter(|&s| s < n))
+                .collect();
+            let (Some(&first), Some(&last)) = (steps.iter().min(), steps.iter().max()) else {
+                continue;
+            };
+            for s in steps {
+                kernels.starts[s] = s == first;
+                kernels.ends[s] = s == last;
+                kernels.weight[s] = usize::from(s == first);
+            }
+        }
+        kernels
+    }
 }
 
 /// A node whose outputs are known before run time: a constant, or a computation on shapes

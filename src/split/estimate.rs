@@ -136,7 +136,11 @@ pub struct ChainEstimate {
     /// What crosses into the chain plus its outputs, which the tiles' results fill in place
     /// (strided views).
     fixed: u64,
-    /// For each chain node, the earlier chain nodes whose outputs it is the last to read.
+    /// Whether each chain node ends its kernel: it is in no QDQ node unit, or it is the last
+    /// chain node of its unit (which reads its inputs until it writes its outputs).
+    kernel_ends: Vec<bool>,
+    /// For each chain node, the earlier chain nodes whose outputs are read for the last time
+    /// by the kernel it ends.
     freed_by: Vec<Vec<usize>>,
     /// For each chain node, its output's element type and elements per position (N × C).
     out: Vec<Option<PerPosition>>,
@@ -197,11 +201,12 @@ impl ChainEstimate {
                 bytes(per_position(graph, v, chain.grids[k]), (h * w) as u64)
             })
             .sum();
+        let ends = unit_ends(graph, chain);
         let mut last_use = vec![0; chain.nodes.len()];
         for (k, reads) in chain.reads.iter().enumerate() {
             for read in reads {
                 if let Read::Inside(j) = *read {
-                    last_use[j] = k;
+                    last_use[j] = last_use[j].max(ends[k]);
                 }
             }
         }
@@ -259,6 +264,7 @@ impl ChainEstimate {
         ChainEstimate {
             outside: outside_peak(live, [start, end]),
             fixed,
+            kernel_ends: (0..ends.len()).map(|k| ends[k] == k).collect(),
             freed_by,
             out: chain
                 .nodes
@@ -381,9 +387,9 @@ impl ChainEstimate {
     /// and the node's output.
     fn tile_peak(&self, chain: &Chain, tile: &Tile) -> u64 {
         let held = |k: usize| bytes(self.out[k], area(tile.computed[k]) as u64);
-        let (mut live, mut peak) = (0u64, 0u64);
+        // The slices read by the kernel in progress, held until it ends.
+        let (mut live, mut peak, mut slices) = (0u64, 0u64, 0u64);
         for k in 0..chain.nodes.len() {
-            let mut slices = 0;
             for (i, read) in chain.reads[k].iter().enumerate() {
                 let (Some(need), Some((sizes, [h, w]))) = (tile.reads[k][i], self.inputs[k][i])
                 else {
@@ -401,12 +407,41 @@ impl ChainEstimate {
             let out = held(k);
             peak = peak.max(live + slices + out);
             live += out;
+            if self.kernel_ends[k] {
+                slices = 0;
+            }
             for &j in &self.freed_by[k] {
                 live -= held(j);
             }
         }
         peak
     }
+}
+
+/// For each chain node, the position of the chain node that ends its kernel: the last chain
+/// node of its QDQ node unit (for a DequantizeLinear shared by units, of the last unit reading
+/// it), or itself outside units. A unit runs as one kernel, reading its inputs until it
+/// writes its outputs, so what its nodes read stays live until then.
+fn unit_ends(graph: &Graph, chain: &Chain) -> Vec<usize> {
+    let mut ends: Vec<usize> = (0..chain.nodes.len()).collect();
+    if graph.units.is_empty() {
+        return ends;
+    }
+    let position: std::collections::HashMap<NodeId, usize> =
+        chain.nodes.iter().enumerate().map(|(k, &n)| (n, k)).collect();
+    for unit in &graph.units {
+        let at = |nodes: &[NodeId]| -> Vec<usize> {
+            nodes.iter().filter_map(|n| position.get(n).copied()).collect()
+        };
+        let members = at(&unit.nodes);
+        let Some(&last) = members.iter().max() else {
+            continue;
+        };
+        for k in members.into_iter().chain(at(&unit.shared)) {
+            ends[k] = ends[k].max(last);
+        }
+    }
+    ends
 }
 
 /// The element type and elements per spatial position (N × C of an NCHW value) of a value
