@@ -479,3 +479,86 @@ fn a_tile_estimate_holds_a_units_input_and_output_together() {
     let estimate = ChainEstimate::new(graph, (&table, &live), &chain, [7, 15], &banding);
     assert_eq!(estimate.by_tile(&chain, &tiling), vec![432, 456, 456, 482]);
 }
+
+/// A squeeze-and-excitation tail of QDQ units (int8, zero point −20, scale 0.02): x → Q → q0;
+/// [DQ q0 → GlobalAveragePool → Q] → qs [1,2,1,1]; [DQ q0, DQ qs → Mul → Q] → q1; [DQ q1 →
+/// Conv 1×1 → Q] → y [1,4,16,16]. q0 has one DQ per reader, as `unique_readers` leaves it.
+fn qdq_excitation() -> ModelProto {
+    let mut nodes = vec![
+        node("DequantizeLinear", &["w", "sw", "zw"], &["dw"]),
+        node("DequantizeLinear", &["b", "sb"], &["db"]),
+        node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]),
+        node("DequantizeLinear", &["q0", "sx", "zx"], &["d0"]),
+        node("GlobalAveragePool", &["d0"], &["g"]),
+        node("QuantizeLinear", &["g", "sx", "zx"], &["qs"]),
+        node("DequantizeLinear", &["qs", "sx", "zx"], &["ds"]),
+        node("DequantizeLinear", &["q0", "sx", "zx"], &["d0b"]),
+        node("Mul", &["d0b", "ds"], &["m"]),
+        node("QuantizeLinear", &["m", "sx", "zx"], &["q1"]),
+        node("DequantizeLinear", &["q1", "sx", "zx"], &["d1"]),
+    ];
+    nodes.push(with_ints(
+        node("Conv", &["d1", "dw", "db"], &["c"]),
+        "kernel_shape",
+        &[1, 1],
+    ));
+    nodes.push(node("QuantizeLinear", &["c", "sx", "zx"], &["y"]));
+    let w = (0..8).map(|i| ((i * 37 % 181) - 90) as i8 as u8);
+    model(GraphProto {
+        name: Some("qdq_excitation".into()),
+        node: nodes,
+        input: vec![float_info("x", &[1, 2, 16, 16])],
+        output: vec![info("y", INT8, &[1, 4, 16, 16])],
+        initializer: vec![
+            scalar_f32("sx", 0.02),
+            raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
+            scalar_f32("sw", 0.005),
+            raw_init("zw", &[], INT8, vec![0]),
+            scalar_f32("sb", 0.0001),
+            raw_init("w", &[4, 2, 1, 1], INT8, w.collect()),
+            bias("b", 4, 1),
+        ],
+        ..Default::default()
+    })
+}
+
+/// The DequantizeLinear of a squeeze-and-excitation block's channel scales (qs, [1,2,1,1],
+/// made at run time) stays outside the chain: worked by hand on the stored order, steps 7–9
+/// are the Mul unit (DQ qs at 6 is read whole, broadcast along H and W) and 10–12 the Conv
+/// unit. Around the Mul (step 8), within 2 kernels, the chains are the Mul unit alone
+/// ([7, 9]) and with the Conv unit ([7, 12]); the GlobalAveragePool unit (3–5) reads all of
+/// q0 and ends the run. Cut into 2×2 tiles, the Mul and Conv copies re-form units per tile,
+/// all four reading the one DQ of qs, and the outputs are bit-identical.
+#[test]
+fn an_excitation_scale_dequantized_once_is_read_whole_by_every_tile() {
+    use onnx_memplan::split::chain::{stays_outside, walk_chains_around};
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("qdq_excitation.onnx");
+    write_model(&qdq_excitation(), &original);
+    let (proto, mut typed, _) = load_typed(&original, &Default::default()).unwrap();
+    onnx_memplan::units::mark(&mut typed.graph, onnx_memplan::units::QdqChoice::Units);
+    let graph = &typed.graph;
+    assert_eq!(graph.units.len(), 3);
+    assert!(stays_outside(graph, 6), "DQ of the [1,2,1,1] scales");
+    assert!(!stays_outside(graph, 7), "DQ of q0 [1,2,16,16]");
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let mut seen = Vec::new();
+    let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<_>| {
+        seen.push((steps, build().is_some()));
+        Ok::<bool, ()>(true)
+    };
+    walk_chains_around(graph, &order, 8, &|_| true, (2, 17), &mut visit).unwrap();
+    assert_eq!(seen, vec![([7, 9], true), ([7, 12], true)]);
+
+    let chain = chain_of(graph, &[7, 8, 9, 10, 11, 12], 17).expect("Mul and Conv units");
+    let tiling = tile(graph, &chain, [2, 2]).unwrap();
+    assert_eq!(tiling.extra_macs, 0);
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
+    // Fused per tile: the Mul unit's DQ of q0 and Mul output, the Conv unit's DQ and Conv
+    // output (4 × 4 = 16); the shared DQ of qs; the GlobalAveragePool unit's DQ and output;
+    // the weight and bias DQs: 16 + 1 + 2 + 2 = 21.
+    assert_eq!(fused(&table), 21);
+    common::assert_verifies(&dir.path().join("split.onnx"), &table);
+    bit_identical_in_onnxruntime(&original, &dir.path().join("split.onnx"));
+}

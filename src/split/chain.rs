@@ -63,8 +63,8 @@ pub const MAX_CHAIN_NODES: usize = 32;
 pub const MAX_BUDGET_CHAIN_NODES: usize = 64;
 
 /// Walks every chain of at most `max_nodes` kernels made of the nodes at steps `[start, end]`
-/// of `order` (less the nodes whose values are known before run time, see [`is_constant`],
-/// which neither start nor end a chain) with `start ≤ peak ≤ end`, taking QDQ node units
+/// of `order` (less the nodes that stay outside chains, see [`stays_outside`], which neither
+/// start nor end a chain) with `start ≤ peak ≤ end`, taking QDQ node units
 /// whole and counting each as one kernel (see [`Kernels`]), last step by last step,
 /// each from the shortest (first step at `peak`) to the longest. `visit` gets each chain's
 /// first and last steps and a way to build it (`None` when those nodes form no chain), and
@@ -83,7 +83,7 @@ pub fn walk_chains_around<E>(
     (max_nodes, opset): (usize, i64),
     visit: &mut ChainVisit<'_, E>,
 ) -> Result<(), E> {
-    let constant = |step: usize| is_constant(graph, order[step]);
+    let constant = |step: usize| stays_outside(graph, order[step]);
     let rule_at = |step: usize| rule_of(graph, &graph.nodes[order[step]]);
     // Token-major and channels-last nodes join only runs that reach an NCHW operator, which
     // fixes where positions are (a plain transformer has none, and its rows are row
@@ -145,7 +145,7 @@ pub fn walk_chains_around<E>(
                 let nodes: Vec<NodeId> = order[start..=end]
                     .iter()
                     .copied()
-                    .filter(|&n| !is_constant(graph, n))
+                    .filter(|&n| !stays_outside(graph, n))
                     .collect();
                 chain_of(graph, &nodes, opset)
             };
@@ -170,7 +170,7 @@ struct Kernels {
     starts: Vec<bool>,
     /// Whether a chain may end at each step.
     ends: Vec<bool>,
-    /// What each step counts toward a chain's length (before [`is_constant`] steps, which
+    /// What each step counts toward a chain's length (before [`stays_outside`] steps, which
     /// count none).
     weight: Vec<usize>,
 }
@@ -201,7 +201,7 @@ impl Kernels {
             let steps: Vec<usize> = unit
                 .nodes
                 .iter()
-                .filter(|&&node| !is_constant(graph, node))
+                .filter(|&&node| !stays_outside(graph, node))
                 .filter_map(|&node| step_of.get(node).copied().filter(|&s| s < n))
                 .collect();
             let (Some(&first), Some(&last)) = (steps.iter().min(), steps.iter().max()) else {
@@ -235,6 +235,18 @@ pub fn is_constant(graph: &Graph, node: NodeId) -> bool {
             .iter()
             .flatten()
             .all(|&v| graph.is_model_constant(v) || graph.values[v].constant.is_some())
+}
+
+/// A node a chain spans but leaves out, its output read whole by every tile: one whose
+/// values are known before run time ([`is_constant`]), or a DequantizeLinear of a tensor
+/// broadcast along H and W (NCHW with H = W = 1: a squeeze-and-excitation block's channel
+/// scales, which the block's Mul unit reads). Left in place before the tiles, it is read by
+/// every tile's copy of its unit, as a DequantizeLinear that units share.
+pub fn stays_outside(graph: &Graph, node: NodeId) -> bool {
+    let n = &graph.nodes[node];
+    let broadcast = |v: ValueId| shape_of(graph, v).is_some_and(|s| s.len() == 4 && s[2..] == [1, 1]);
+    is_constant(graph, node)
+        || (n.op_type == "DequantizeLinear" && n.outputs.first().copied().flatten().is_some_and(broadcast))
 }
 
 /// A default-domain `Shape` node whose output value inference knows.
