@@ -113,7 +113,9 @@ pub fn walk_chains_around<E>(
         n = 0;
         while high + 1 < order.len() && ok(high + 1) && n < max_nodes {
             high += 1;
-            n += counts(high);
+            // The kernel of a unit spanning the peak (the peak at a DQ that stays outside)
+            // is the peak's own.
+            n += counts(high) * usize::from(kernels.spans_from[high] > peak);
         }
         (low, high)
     };
@@ -134,10 +136,9 @@ pub fn walk_chains_around<E>(
         if nodes_in(peak, end) > max_nodes {
             break;
         }
-        for start in (low..=peak)
-            .rev()
-            .filter(|&s| splittable(s) && kernels.starts[s])
-        {
+        // A chain may begin after the peak when the unit it begins spans the peak.
+        let begins = |s: usize| kernels.spans_from[s] <= peak && kernels.starts[s];
+        for start in (low..=end).rev().filter(|&s| splittable(s) && begins(s)) {
             if nodes_in(start, end) > max_nodes {
                 break;
             }
@@ -149,7 +150,7 @@ pub fn walk_chains_around<E>(
                     .collect();
                 chain_of(graph, &nodes, opset)
             };
-            if !visit([start, end], &build)? {
+            if !visit([kernels.spans_from[start], end], &build)? {
                 break;
             }
         }
@@ -163,11 +164,16 @@ pub fn walk_chains_around<E>(
 /// (a cut there would make the unit's float tensor a chain input or output, planned and
 /// sliced). A unit counts as one kernel, as the QOperator node it stands for does, and a
 /// DequantizeLinear shared by units counts as none: it materialises nothing, and a chain
-/// may begin with it but not end with it (its float output is read after it). Without
-/// units every step may begin and end a chain and counts as one.
+/// may begin with it but not end with it (its float output is read after it). The planner
+/// runs a unit at one step, so a chain beginning with a unit spans the unit's steps before
+/// its first chain node too (the DQs that stay outside chains, see [`stays_outside`]).
+/// Without units every step may begin and end a chain and counts as one.
 struct Kernels {
     /// Whether a chain may begin at each step.
     starts: Vec<bool>,
+    /// The first step a chain beginning at each step spans: the first step of the unit it
+    /// begins, or the step itself.
+    spans_from: Vec<usize>,
     /// Whether a chain may end at each step.
     ends: Vec<bool>,
     /// What each step counts toward a chain's length (before [`stays_outside`] steps, which
@@ -181,6 +187,7 @@ impl Kernels {
         let n = order.len();
         let mut kernels = Kernels {
             starts: vec![true; n],
+            spans_from: (0..n).collect(),
             ends: vec![true; n],
             weight: vec![1; n],
         };
@@ -207,6 +214,13 @@ impl Kernels {
             let (Some(&first), Some(&last)) = (steps.iter().min(), steps.iter().max()) else {
                 continue;
             };
+            // The unit's nodes just before its first chain node (a plan runs a unit's nodes
+            // together; a stored order may not).
+            let mut from = first;
+            while from > 0 && unit.nodes.contains(&order[from - 1]) {
+                from -= 1;
+            }
+            kernels.spans_from[first] = from;
             for s in steps {
                 kernels.starts[s] = s == first;
                 kernels.ends[s] = s == last;
