@@ -550,7 +550,11 @@ fn an_excitation_scale_dequantized_once_is_read_whole_by_every_tile() {
             Ok::<bool, ()>(true)
         };
         walk_chains_around(graph, &order, peak, &|_| true, (2, 17), &mut visit).unwrap();
-        assert_eq!(seen, vec![([6, 9], true), ([6, 12], true)], "around step {peak}");
+        assert_eq!(
+            seen,
+            vec![([6, 9], true), ([6, 12], true)],
+            "around step {peak}"
+        );
     }
 
     let chain = chain_of(graph, &[7, 8, 9, 10, 11, 12], 17).expect("Mul and Conv units");
