@@ -111,6 +111,19 @@ fn qlinear_chain() -> ModelProto {
     })
 }
 
+/// The quantization parameters of the QDQ test graphs: activations int8 at scale 0.02, zero
+/// point −20; weights at 0.005, zero point 0; int32 biases at 0.0001, the product of x's and
+/// w's scales (quantize_static's convention).
+fn qdq_scales() -> Vec<onnx_memplan::onnx::proto::TensorProto> {
+    vec![
+        scalar_f32("sx", 0.02),
+        raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
+        scalar_f32("sw", 0.005),
+        raw_init("zw", &[], INT8, vec![0]),
+        scalar_f32("sb", 0.0001),
+    ]
+}
+
 /// The same chain as QDQ node units (int8 activations, zero point −20): the weight and bias
 /// DQs first, as quantize_static stores them, then x → Q → [DQ → Conv s2 → Q] → [DQ → Conv →
 /// Q] → [DQ → Conv → Q] → y int8 [1,4,8,8].
@@ -142,20 +155,18 @@ fn qdq_chain() -> ModelProto {
         node: nodes,
         input: vec![float_info("x", &[1, 2, 16, 16])],
         output: vec![info("q3", INT8, &[1, 4, 8, 8])],
-        initializer: vec![
-            scalar_f32("sx", 0.02),
-            raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
-            scalar_f32("sw", 0.005),
-            raw_init("zw", &[], INT8, vec![0]),
-            // The bias scale is the product of x's and w's (quantize_static's convention).
-            scalar_f32("sb", 0.0001),
-            weights("w1", 4, 2, 1),
-            weights("w2", 4, 4, 2),
-            weights("w3", 4, 4, 3),
-            bias("b1", 4, 1),
-            bias("b2", 4, 2),
-            bias("b3", 4, 3),
-        ],
+        initializer: [
+            qdq_scales(),
+            vec![
+                weights("w1", 4, 2, 1),
+                weights("w2", 4, 4, 2),
+                weights("w3", 4, 4, 3),
+                bias("b1", 4, 1),
+                bias("b2", 4, 2),
+                bias("b3", 4, 3),
+            ],
+        ]
+        .concat(),
         ..Default::default()
     })
 }
@@ -335,17 +346,16 @@ fn qdq_residual() -> ModelProto {
         node: nodes,
         input: vec![float_info("x", &[1, 2, 16, 16])],
         output: vec![info("y", INT8, &[1, 2, 16, 16])],
-        initializer: vec![
-            scalar_f32("sx", 0.02),
-            raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
-            scalar_f32("sw", 0.005),
-            raw_init("zw", &[], INT8, vec![0]),
-            scalar_f32("sb", 0.0001),
-            weights("w1", 2, 2, 1),
-            weights("w2", 2, 2, 2),
-            bias("b1", 2, 1),
-            bias("b2", 2, 2),
-        ],
+        initializer: [
+            qdq_scales(),
+            vec![
+                weights("w1", 2, 2, 1),
+                weights("w2", 2, 2, 2),
+                bias("b1", 2, 1),
+                bias("b2", 2, 2),
+            ],
+        ]
+        .concat(),
         ..Default::default()
     })
 }
@@ -412,13 +422,18 @@ fn row_strips_of_a_qdq_residual_block_stream_as_units() {
     bit_identical_in_onnxruntime(&original, &dir.path().join("split.onnx"));
 }
 
-/// The qdq_chain loaded and typed, with its node units marked as the pipeline marks them.
-fn typed_qdq_chain(dir: &Path) -> onnx_memplan::ir::Model {
-    let path = dir.join("qdq_chain.onnx");
-    write_model(&qdq_chain(), &path);
-    let (_, mut typed, _) = load_typed(&path, &Default::default()).unwrap();
+/// `model` written to `dir` as `<stem>.onnx`, loaded and typed, with its node units marked as
+/// the pipeline marks them: the path, the loaded proto and the typed model.
+fn typed_with_units(
+    dir: &Path,
+    stem: &str,
+    model: &ModelProto,
+) -> (std::path::PathBuf, ModelProto, onnx_memplan::ir::Model) {
+    let path = dir.join(format!("{stem}.onnx"));
+    write_model(model, &path);
+    let (proto, mut typed, _) = load_typed(&path, &Default::default()).unwrap();
     onnx_memplan::units::mark(&mut typed.graph, onnx_memplan::units::QdqChoice::Units);
-    typed
+    (path, proto, typed)
 }
 
 /// Chains take QDQ node units whole and count each as one kernel. Worked by hand on the
@@ -431,7 +446,7 @@ fn typed_qdq_chain(dir: &Path) -> onnx_memplan::ir::Model {
 fn chains_begin_and_end_at_qdq_unit_boundaries() {
     use onnx_memplan::split::chain::walk_chains_around;
     let dir = tempfile::tempdir().unwrap();
-    let typed = typed_qdq_chain(dir.path());
+    let (_, _, typed) = typed_with_units(dir.path(), "qdq_chain", &qdq_chain());
     let graph = &typed.graph;
     assert_eq!(graph.units.len(), 3);
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
@@ -464,7 +479,7 @@ fn chains_begin_and_end_at_qdq_unit_boundaries() {
 fn a_tile_estimate_holds_a_units_input_and_output_together() {
     use onnx_memplan::split::estimate::{Banding, ChainEstimate, live_bytes};
     let dir = tempfile::tempdir().unwrap();
-    let typed = typed_qdq_chain(dir.path());
+    let (_, _, typed) = typed_with_units(dir.path(), "qdq_chain", &qdq_chain());
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let chain = chain_of(graph, &order[7..], 17).expect("the three units form a chain");
@@ -509,15 +524,14 @@ fn qdq_excitation() -> ModelProto {
         node: nodes,
         input: vec![float_info("x", &[1, 2, 16, 16])],
         output: vec![info("y", INT8, &[1, 4, 16, 16])],
-        initializer: vec![
-            scalar_f32("sx", 0.02),
-            raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
-            scalar_f32("sw", 0.005),
-            raw_init("zw", &[], INT8, vec![0]),
-            scalar_f32("sb", 0.0001),
-            raw_init("w", &[4, 2, 1, 1], INT8, w.collect()),
-            bias("b", 4, 1),
-        ],
+        initializer: [
+            qdq_scales(),
+            vec![
+                raw_init("w", &[4, 2, 1, 1], INT8, w.collect()),
+                bias("b", 4, 1),
+            ],
+        ]
+        .concat(),
         ..Default::default()
     })
 }
@@ -528,16 +542,15 @@ fn qdq_excitation() -> ModelProto {
 /// begin at 7, but the chain spans the unit's step 6, which the planner runs with it) and
 /// 10–12 the Conv unit. Around the Mul (step 8) or the DQ of qs (step 6), within 2 kernels,
 /// the chains are the Mul unit alone ([6, 9]) and with the Conv unit ([6, 12]); the
-/// GlobalAveragePool unit (3–5) reads all of q0 and ends the run. Cut into 2×2 tiles, the Mul and Conv copies re-form units per tile,
-/// all four reading the one DQ of qs, and the outputs are bit-identical.
+/// GlobalAveragePool unit (3–5) reads all of q0 and ends the run. Cut into 2×2 tiles, the
+/// Mul and Conv copies re-form units per tile, all four reading the one DQ of qs, and the
+/// outputs are bit-identical.
 #[test]
 fn an_excitation_scale_dequantized_once_is_read_whole_by_every_tile() {
     use onnx_memplan::split::chain::{stays_outside, walk_chains_around};
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("qdq_excitation.onnx");
-    write_model(&qdq_excitation(), &original);
-    let (proto, mut typed, _) = load_typed(&original, &Default::default()).unwrap();
-    onnx_memplan::units::mark(&mut typed.graph, onnx_memplan::units::QdqChoice::Units);
+    let (original, proto, typed) =
+        typed_with_units(dir.path(), "qdq_excitation", &qdq_excitation());
     let graph = &typed.graph;
     assert_eq!(graph.units.len(), 3);
     assert!(stays_outside(graph, 6), "DQ of the [1,2,1,1] scales");

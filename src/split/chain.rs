@@ -129,7 +129,7 @@ pub fn walk_chains_around<E>(
     // Kernels in `[0, s)`, to count a chain's length.
     let mut before = vec![0usize; order.len() + 1];
     for s in 0..order.len() {
-        before[s + 1] = before[s] + usize::from(!constant(s)) * kernels.weight[s];
+        before[s + 1] = before[s] + counts(s);
     }
     let nodes_in = |start: usize, end: usize| before[end + 1] - before[start];
     for end in (peak..=high).filter(|&s| splittable(s) && kernels.ends[s]) {
