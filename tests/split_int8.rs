@@ -222,7 +222,7 @@ fn two_by_two_tiles_of_a_qlinearconv_chain_are_bit_identical() {
     let chain = chain_of(graph, &order, 17).expect("Q and the three QLinearConvs form a chain");
     assert_eq!(graph.values[chain.output].name, "y");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
-    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    let rows = |t: usize, k: usize| tiling.tiles()[t].computed[k][0];
     // Node 0 is the QuantizeLinear: it computes the X rows the first conv reads, clipped.
     assert_eq!(rows(0, 0), Span::new(0, 12));
     assert_eq!(rows(0, 1), Span::new(0, 6));
@@ -232,7 +232,7 @@ fn two_by_two_tiles_of_a_qlinearconv_chain_are_bit_identical() {
     assert_eq!(rows(3, 2), Span::new(3, 8));
     assert_eq!(rows(3, 3), Span::new(4, 8));
     // The first conv of tile (0, 0) pads one row and column with x's zero point (its `pads`).
-    assert_eq!(tiling.tiles[0].reads[1][0].unwrap()[0], Span::new(-1, 12));
+    assert_eq!(tiling.tiles()[0].reads[1][0].unwrap()[0], Span::new(-1, 12));
     // The QuantizeLinear computes (12 + 13)² = 625 positions of X's 256: 369 recomputed.
     assert_eq!(tiling.halo, vec![369, 80, 36, 0]);
     assert_eq!(tiling.extra_macs, 5760 + 5184);
@@ -280,8 +280,8 @@ fn a_chain_of_qdq_units_splits_into_units_per_tile() {
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
     // Chain nodes: 0 Q, then per layer DQ, Conv, Q. The first Conv (position 2) computes rows
     // [0,6) in tile (0, 0), as its QuantizeLinear (3) and the next DQ (4).
-    assert_eq!(tiling.tiles[0].computed[2][0], Span::new(0, 6));
-    assert_eq!(tiling.tiles[0].computed[4][0], Span::new(0, 6));
+    assert_eq!(tiling.tiles()[0].computed[2][0], Span::new(0, 6));
+    assert_eq!(tiling.tiles()[0].computed[4][0], Span::new(0, 6));
     assert_eq!(tiling.extra_macs, 5760 + 5184);
 
     // Unsplit, planned as units: each unit's DQ output and Conv output are fused, and the
@@ -389,7 +389,7 @@ fn row_strips_of_a_qdq_residual_block_stream_as_units() {
     let chain = chain_of(graph, &order[4..], 17).expect("the block forms a chain");
     assert_eq!(chain.nodes.len(), 11);
     let tiling = stream(graph, &chain, 4).expect("the strips stream");
-    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    let rows = |t: usize, k: usize| tiling.tiles()[t].computed[k][0];
     let (q0, dqa, dqb, conv1, dq1, conv2, add) = (0, 1, 2, 3, 5, 6, 9);
     assert_eq!(rows(1, add), Span::new(4, 8));
     assert_eq!(rows(1, conv2), Span::new(4, 8));

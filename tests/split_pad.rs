@@ -83,8 +83,8 @@ fn tf_same_pads_tile_as_windows() {
     let chain = chain_of(graph, &order, 17).expect("the five nodes form a chain");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
 
-    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
-    let read = |t: usize, k: usize| tiling.tiles[t].reads[k][0].unwrap()[0];
+    let rows = |t: usize, k: usize| tiling.tiles()[t].computed[k][0];
+    let read = |t: usize, k: usize| tiling.tiles()[t].reads[k][0].unwrap()[0];
     // Tile row 0: P1 [0,9) from X [0,9); C1 and R1 [0,4); P2 [0,5) reading R1 [-1,4).
     assert_eq!(rows(0, 0), Span::new(0, 9));
     assert_eq!(read(0, 0), Span::new(0, 9));

@@ -82,18 +82,14 @@ fn streamed_row_strips_compute_every_row_once() {
     assert!(tiling.streamed);
     assert_eq!(tiling.extra_macs, 0);
     assert_eq!(tiling.halo, [0, 0, 0, 0]);
-    let rows = |k: usize| -> Vec<Span> { tiling.tiles.iter().map(|t| t.computed[k][0]).collect() };
+    let rows = |k: usize| -> Vec<Span> { tiling.each().map(|t| t.computed(k)[0]).collect() };
     let spans =
         |s: &[(i64, i64)]| -> Vec<Span> { s.iter().map(|&(a, b)| Span::new(a, b)).collect() };
     assert_eq!(rows(0), spans(&[(0, 5), (5, 9), (9, 13), (13, 16)]));
     assert_eq!(rows(1), rows(0));
     assert_eq!(rows(2), spans(&[(0, 4), (4, 8), (8, 12), (12, 16)]));
     assert_eq!(rows(3), rows(2));
-    let x_reads: Vec<Span> = tiling
-        .tiles
-        .iter()
-        .map(|t| t.reads[0][0].unwrap()[0])
-        .collect();
+    let x_reads: Vec<Span> = tiling.each().map(|t| t.read(0, 0).unwrap()[0]).collect();
     assert_eq!(x_reads, spans(&[(-1, 6), (4, 10), (8, 14), (12, 17)]));
 
     let cut = rewrite(

@@ -104,7 +104,7 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     assert_eq!(graph.values[chain.output].name, "y");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
 
-    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    let rows = |t: usize, k: usize| tiling.tiles()[t].computed[k][0];
     // Tile (0, 0): Conv1/Relu rows [0,6), Conv2/Add [0,5), Conv3 [0,4).
     assert_eq!(rows(0, 0), Span::new(0, 6));
     assert_eq!(rows(0, 1), Span::new(0, 6));
@@ -116,8 +116,8 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     assert_eq!(rows(3, 3), Span::new(3, 8));
     assert_eq!(rows(3, 4), Span::new(4, 8));
     // X rows read by the first Conv: [-1,12) and [3,16).
-    assert_eq!(tiling.tiles[0].reads[0][0].unwrap()[0], Span::new(-1, 12));
-    assert_eq!(tiling.tiles[3].reads[0][0].unwrap()[0], Span::new(3, 16));
+    assert_eq!(tiling.tiles()[0].reads[0][0].unwrap()[0], Span::new(-1, 12));
+    assert_eq!(tiling.tiles()[3].reads[0][0].unwrap()[0], Span::new(3, 16));
     assert_eq!(tiling.halo, vec![80, 80, 36, 36, 0]);
     assert_eq!(tiling.extra_macs, 5760 + 5184);
 
@@ -578,7 +578,8 @@ fn a_channel_slice_joins_a_chain_and_a_row_slice_ends_it() {
     let order: Vec<usize> = (0..g.nodes.len()).collect();
     let chain = chain_of(g, &order, 17).expect("Conv, channel Slice and Conv form a chain");
     let tiling = tile(g, &chain, [2, 2]).unwrap();
-    let first = &tiling.tiles[0];
+    let tiles = tiling.tiles();
+    let first = &tiles[0];
     assert_eq!(first.computed[1], [Span::new(0, 7), Span::new(0, 7)]);
     assert_eq!(first.computed[0], first.computed[1]);
     assert_eq!(first.reads[1][0], Some(first.computed[1]));

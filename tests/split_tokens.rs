@@ -110,7 +110,7 @@ fn mix_ffn_in_two_bands_worked_by_hand() {
     assert!(tile(graph, &chain, [2, 2]).is_none());
     let tiling = tile(graph, &chain, [2, 1]).unwrap();
 
-    let rows = |t: usize, k: usize| tiling.tiles[t].computed[k][0];
+    let rows = |t: usize, k: usize| tiling.tiles()[t].computed[k][0];
     // Band 0: the first MatMul, Add, Transpose and Reshape rows [0,3); the rest [0,2).
     for k in 0..4 {
         assert_eq!(rows(0, k), Span::new(0, 3), "node {k}");
@@ -121,8 +121,8 @@ fn mix_ffn_in_two_bands_worked_by_hand() {
         assert_eq!(rows(1, k), Span::new(2, 4), "node {k}");
     }
     // The Conv reads rows [-1,3) and [1,5): one row of padding each.
-    assert_eq!(tiling.tiles[0].reads[4][0].unwrap()[0], Span::new(-1, 3));
-    assert_eq!(tiling.tiles[1].reads[4][0].unwrap()[0], Span::new(1, 5));
+    assert_eq!(tiling.tiles()[0].reads[4][0].unwrap()[0], Span::new(-1, 3));
+    assert_eq!(tiling.tiles()[1].reads[4][0].unwrap()[0], Span::new(1, 5));
     assert_eq!(tiling.halo, vec![8, 8, 8, 8, 0, 0, 0, 0, 0, 0]);
     assert_eq!(tiling.extra_macs, 512);
 
@@ -258,10 +258,10 @@ fn convnext_block_in_two_bands_through_gemm_reshapes() {
     assert!(tile(graph, &chain, [2, 2]).is_none());
     let tiling = tile(graph, &chain, [2, 1]).unwrap();
     for (t, rows) in [Span::new(0, 4), Span::new(4, 8)].into_iter().enumerate() {
-        assert!(tiling.tiles[t].computed.iter().all(|r| r[0] == rows));
+        assert!(tiling.tiles()[t].computed.iter().all(|r| r[0] == rows));
     }
-    assert_eq!(tiling.tiles[0].reads[0][0].unwrap()[0], Span::new(-1, 5));
-    assert_eq!(tiling.tiles[1].reads[0][0].unwrap()[0], Span::new(3, 9));
+    assert_eq!(tiling.tiles()[0].reads[0][0].unwrap()[0], Span::new(-1, 5));
+    assert_eq!(tiling.tiles()[1].reads[0][0].unwrap()[0], Span::new(3, 9));
     assert_eq!(tiling.extra_macs, 0);
     let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
     let split = dir.path().join("convnext_block.split.onnx");

@@ -151,17 +151,17 @@ fn resize_nearest_chain_in_2x2_tiles() {
         17,
     );
     let (_, t) = split_and_compare(dir.path(), "nearest", &m, 3, [2, 2]);
-    let rows = |tile: usize, k: usize| t.tiles[tile].computed[k][0];
+    let rows = |tile: usize, k: usize| t.tiles()[tile].computed[k][0];
     assert_eq!(rows(0, 1), Span::new(0, 11));
-    assert_eq!(t.tiles[0].produced[1][0], Span::new(0, 12));
+    assert_eq!(t.tiles()[0].produced[1][0], Span::new(0, 12));
     assert_eq!(rows(0, 0), Span::new(0, 6));
-    assert_eq!(t.tiles[0].reads[0][0].unwrap()[0], Span::new(-1, 7));
+    assert_eq!(t.tiles()[0].reads[0][0].unwrap()[0], Span::new(-1, 7));
     assert_eq!(rows(3, 1), Span::new(9, 20));
-    assert_eq!(t.tiles[3].produced[1][0], Span::new(8, 20));
+    assert_eq!(t.tiles()[3].produced[1][0], Span::new(8, 20));
     assert_eq!(rows(3, 0), Span::new(4, 10));
-    assert_eq!(t.tiles[3].reads[0][0].unwrap()[0], Span::new(3, 11));
-    assert_eq!(t.tiles[0].computed[0][1], Span::new(0, 7));
-    assert_eq!(t.tiles[3].computed[0][1], Span::new(5, 12));
+    assert_eq!(t.tiles()[3].reads[0][0].unwrap()[0], Span::new(3, 11));
+    assert_eq!(t.tiles()[0].computed[0][1], Span::new(0, 7));
+    assert_eq!(t.tiles()[3].computed[0][1], Span::new(5, 12));
     assert_eq!(t.extra_macs, 5184);
 }
 
@@ -198,10 +198,10 @@ fn resize_bilinear_half_pixel_chain_in_3x2_tiles() {
     );
     let (_, t) = split_and_compare(dir.path(), "bilinear", &m, 3, [3, 2]);
     // Tiles are row by row: tile 2 is (1, 0).
-    assert_eq!(t.tiles[2].computed[1][0], Span::new(5, 13));
-    assert_eq!(t.tiles[2].computed[0][0], Span::new(2, 7));
-    assert_eq!(t.tiles[2].produced[1][0], Span::new(4, 14));
-    assert_eq!(t.tiles[0].computed[0][0], Span::new(0, 4));
+    assert_eq!(t.tiles()[2].computed[1][0], Span::new(5, 13));
+    assert_eq!(t.tiles()[2].computed[0][0], Span::new(2, 7));
+    assert_eq!(t.tiles()[2].produced[1][0], Span::new(4, 14));
+    assert_eq!(t.tiles()[0].computed[0][0], Span::new(0, 4));
 }
 
 /// A Resize form: its name, its inputs after the resized tensor `c`, its attributes, the
@@ -385,15 +385,15 @@ fn conv_transpose_chain_in_2x2_tiles() {
         17,
     );
     let (_, t) = split_and_compare(dir.path(), "convtranspose", &m, 2, [2, 2]);
-    assert_eq!(t.tiles[0].computed[0][0], Span::new(0, 7));
-    assert_eq!(t.tiles[0].reads[0][0].unwrap()[0], Span::new(0, 4));
-    assert_eq!(t.tiles[0].produced[0][0], Span::new(0, 8));
-    assert_eq!(t.tiles[3].computed[0][0], Span::new(5, 12));
+    assert_eq!(t.tiles()[0].computed[0][0], Span::new(0, 7));
+    assert_eq!(t.tiles()[0].reads[0][0].unwrap()[0], Span::new(0, 4));
+    assert_eq!(t.tiles()[0].produced[0][0], Span::new(0, 8));
+    assert_eq!(t.tiles()[3].computed[0][0], Span::new(5, 12));
     assert_eq!(
-        t.tiles[3].reads[0][0].unwrap(),
+        t.tiles()[3].reads[0][0].unwrap(),
         [Span::new(2, 6), Span::new(2, 5)]
     );
-    assert_eq!(t.tiles[3].produced[0][0], Span::new(4, 12));
+    assert_eq!(t.tiles()[3].produced[0][0], Span::new(4, 12));
     assert_eq!(t.extra_macs, 576);
 }
 
@@ -504,10 +504,10 @@ fn chain_with_an_intermediate_read_after_it() {
     let (chain, t) = split_and_compare(dir.path(), "skip", &m, 4, [2, 2]);
     assert_eq!(chain.extra, vec![1], "R is the other output");
     assert_eq!(chain.last, 3);
-    assert_eq!(t.tiles[0].extra_parts[0][0], Span::new(0, 8));
-    assert_eq!(t.tiles[0].computed[1][0], Span::new(0, 10));
-    assert_eq!(t.tiles[0].computed[2][0], Span::new(0, 5));
-    assert_eq!(t.tiles[3].extra_parts[0][0], Span::new(8, 16));
-    assert_eq!(t.tiles[3].computed[1][0], Span::new(6, 16));
-    assert_eq!(t.tiles[3].computed[2][0], Span::new(3, 8));
+    assert_eq!(t.tiles()[0].extra_parts[0][0], Span::new(0, 8));
+    assert_eq!(t.tiles()[0].computed[1][0], Span::new(0, 10));
+    assert_eq!(t.tiles()[0].computed[2][0], Span::new(0, 5));
+    assert_eq!(t.tiles()[3].extra_parts[0][0], Span::new(8, 16));
+    assert_eq!(t.tiles()[3].computed[1][0], Span::new(6, 16));
+    assert_eq!(t.tiles()[3].computed[2][0], Span::new(3, 8));
 }

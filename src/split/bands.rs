@@ -295,8 +295,8 @@ pub fn read_at_slices(
     }
     let readers = sliced_by_split(graph, order, chain.output, sources.made_by_split)?;
     let rows = (0..tiling.grid[0]).map(|g| {
-        let tile = tiling.tiles.iter().find(|t| t.at == [g, 0]);
-        tile.expect("every row of tiles has a first tile").part[0]
+        let tile = tiling.each().find(|t| t.at() == [g, 0]);
+        tile.expect("every row of tiles has a first tile").part()[0]
     });
     let bands = Bands::new(
         2,
@@ -387,7 +387,7 @@ fn band_cuts(
 ) -> Option<Vec<i64>> {
     let groups = tiling.grid[a];
     let mut starts = vec![i64::MAX; groups];
-    for tile in &tiling.tiles {
+    for tile in tiling.tiles() {
         for (k, reads) in tile.reads.iter().enumerate() {
             let node = &graph.nodes[chain.nodes[k]];
             for (i, region) in reads.iter().enumerate() {

@@ -7,7 +7,7 @@ use super::bands::assembled_inputs;
 use super::chain::{Chain, Read};
 use super::region::{Span, area, full};
 use super::rules::shape_of;
-use super::tiling::{Tile, Tiling, first_row_read};
+use super::tiling::{TileRef, Tiling, first_row_read};
 use crate::emit::Table;
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -295,17 +295,17 @@ impl ChainEstimate {
     /// With inputs read as bands, for each tile: the bytes of their parts that tile or a
     /// later one still reads, plus the outputs of the tiles before it; all 0 otherwise.
     fn banded_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
-        let tiles = tiling.tiles.len();
-        let mut held = vec![0u64; tiles];
+        let mut held = vec![0u64; tiling.len()];
         if self.banded.is_empty() {
             return held;
         }
+        let tiles: Vec<TileRef> = tiling.each().collect();
         // Each part counts up to the last tile reading it.
         for b in &self.banded {
             for &(span, part) in &b.parts {
-                let last = tiling.tiles.iter().rposition(|tile| {
+                let last = tiles.iter().rposition(|tile| {
                     b.reads.iter().any(|&(k, i)| {
-                        tile.reads[k][i].is_some_and(|r| {
+                        tile.read(k, i).is_some_and(|r| {
                             let along = r[b.axis];
                             along.start < span.end && span.start < along.end
                         })
@@ -318,12 +318,12 @@ impl ChainEstimate {
         }
         // The outputs of the tiles before each one.
         let mut done = 0;
-        for (t, tile) in tiling.tiles.iter().enumerate() {
+        for (t, tile) in tiles.iter().enumerate() {
             held[t] += done;
             let extra = chain.extra.iter().enumerate();
-            let parts = extra.map(|(o, &k)| (tile.extra_parts[o], k));
+            let parts = extra.map(|(o, &k)| (tile.extra_part(o), k));
             done += parts
-                .chain([(tile.part, chain.last)])
+                .chain([(tile.part(), chain.last)])
                 .map(|(part, k)| bytes(self.out[k], area(part) as u64))
                 .sum::<u64>();
         }
@@ -336,8 +336,7 @@ impl ChainEstimate {
     pub fn by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
         let carried = self.carried_by_tile(chain, tiling);
         tiling
-            .tiles
-            .iter()
+            .each()
             .zip(carried)
             .map(|(tile, carried)| self.tile_peak(chain, tile) + carried)
             .collect()
@@ -363,18 +362,18 @@ impl ChainEstimate {
     /// before it (the rows above its own that a tile reads, which the tile before kept); all 0
     /// otherwise.
     pub fn carried_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
-        let tiles = &tiling.tiles;
-        let mut carried = vec![0u64; tiles.len()];
+        let mut carried = vec![0u64; tiling.len()];
         if !tiling.streamed {
             return carried;
         }
+        let tiles: Vec<TileRef> = tiling.each().collect();
         for t in 1..tiles.len() {
             let mut crossing = 0;
             for j in 0..chain.nodes.len() {
-                let Some(from) = first_row_read(chain, &tiles[t], j) else {
+                let Some(from) = first_row_read(chain, tiles[t], j) else {
                     continue;
                 };
-                let before = tiles[t - 1].computed[j];
+                let before = tiles[t - 1].computed(j);
                 let rows = (before[0].end - from).max(0);
                 crossing += bytes(self.out[j], (rows * before[1].len()) as u64);
             }
@@ -385,19 +384,19 @@ impl ChainEstimate {
 
     /// The most bytes one tile holds at once: its live intermediates, the slices a node reads
     /// and the node's output.
-    fn tile_peak(&self, chain: &Chain, tile: &Tile) -> u64 {
-        let held = |k: usize| bytes(self.out[k], area(tile.computed[k]) as u64);
+    fn tile_peak(&self, chain: &Chain, tile: TileRef) -> u64 {
+        let held = |k: usize| bytes(self.out[k], area(tile.computed(k)) as u64);
         // The slices read by the kernel in progress, held until it ends.
         let (mut live, mut peak, mut slices) = (0u64, 0u64, 0u64);
         for k in 0..chain.nodes.len() {
             for (i, read) in chain.reads[k].iter().enumerate() {
-                let (Some(need), Some((sizes, [h, w]))) = (tile.reads[k][i], self.inputs[k][i])
+                let (Some(need), Some((sizes, [h, w]))) = (tile.read(k, i), self.inputs[k][i])
                 else {
                     continue;
                 };
                 let want = [need[0].clip(h), need[1].clip(w)];
                 let source = match *read {
-                    Read::Inside(j) => tile.computed[j],
+                    Read::Inside(j) => tile.computed(j),
                     _ => full(h, w),
                 };
                 if want != source {

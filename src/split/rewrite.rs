@@ -13,7 +13,7 @@ use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
 use super::region::{Region, Span, area, full};
 use super::rules::{Rule, shape_of};
-use super::tiling::{Tiling, first_row_read};
+use super::tiling::{TileRef, Tiling, first_row_read};
 use super::upsample::{Upsample, UpsampleKind};
 use crate::ir::{Graph, Node, NodeId};
 use crate::onnx::proto::{ModelProto, NodeProto};
@@ -142,8 +142,9 @@ pub fn rewrite(
             }
         }
     }
-    let mut tile_starts = Vec::with_capacity(tiling.tiles.len());
-    for (t, tile) in tiling.tiles.iter().enumerate() {
+    let tiles = tiling.tiles();
+    let mut tile_starts = Vec::with_capacity(tiles.len());
+    for (t, tile) in tiles.iter().enumerate() {
         tile_starts.push(b.nodes.len());
         let tag = format!("t{}_{}", tile.at[0], tile.at[1]);
         // Per streamed node, the row from which later tiles read it and the rows of this
@@ -271,10 +272,9 @@ pub fn rewrite(
                 if let Some(parts) = bands.get_mut(name) {
                     let span = tile.computed[k][0];
                     parts.push(made_k.clone(), span);
-                    let from = tiling
-                        .tiles
+                    let from = tiles
                         .get(t + 1)
-                        .and_then(|next| first_row_read(chain, next, k))
+                        .and_then(|next| first_row_read(chain, TileRef::whole(next), k))
                         .unwrap_or(i64::MAX);
                     let tail = (from > span.start && from < span.end).then(|| {
                         let mut rows = tile.computed[k];

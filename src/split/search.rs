@@ -722,7 +722,7 @@ fn record(
                 node,
                 op_type,
                 tiles: parts.copies[k].clone(),
-                regions: tiling.tiles.iter().map(|t| region(t.computed[k])).collect(),
+                regions: tiling.each().map(|t| region(t.computed(k))).collect(),
                 halo: tiling.halo[k],
                 extra_macs: per_position * tiling.halo[k].max(0) as u64,
                 axis: None,
@@ -734,7 +734,7 @@ fn record(
     SplitChain {
         output: graph.values[chain.output].name.clone(),
         grid: tiling.grid,
-        tiles: tiling.tiles.iter().map(|t| region(t.part)).collect(),
+        tiles: tiling.each().map(|t| region(t.part())).collect(),
         extra_macs: tiling.extra_macs,
         axis: None,
         token_axis: token_axis(chain.layouts[chain.last]),

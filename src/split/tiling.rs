@@ -33,8 +33,8 @@ pub struct Tile {
 pub struct Tiling {
     /// Tiles along H and along W.
     pub grid: [usize; 2],
-    /// The tiles, row by row.
-    pub tiles: Vec<Tile>,
+    /// The tiles' regions ([`Tiling::each`] gives the tiles).
+    parts: Parts,
     /// MACs the tiles compute beyond the unsplit chain (halo recompute).
     pub extra_macs: u64,
     /// Positions computed beyond the unsplit chain, per chain node (summed over tiles).
@@ -42,6 +42,126 @@ pub struct Tiling {
     /// Row strips that compute each row once ([`stream`]): a tile reads the rows of chain
     /// tensors above its own from the earlier tiles' results.
     pub streamed: bool,
+}
+
+/// Where a tiling's tiles come from. A grid's tile takes its rows from its row strip and its
+/// columns from its column strip, so a grid keeps its `rows + cols` strips and crosses them
+/// when a tile is read: the search grades every grid of every chain it meets and keeps their
+/// cuts, and whole tiles (`rows × cols` of them, each with regions for every chain node)
+/// cost most of that time and gigabytes of memory on MobileNetV2.
+#[derive(Clone, Debug)]
+enum Parts {
+    /// Row strips (every column) and column strips (every row).
+    Crossed { rows: Vec<Tile>, cols: Vec<Tile> },
+    /// The tiles themselves (streamed strips, which are not crosses).
+    Listed(Vec<Tile>),
+}
+
+impl Tiling {
+    /// The tiles, row by row, read in place.
+    pub fn each(&self) -> impl Iterator<Item = TileRef<'_>> + '_ {
+        let (rows, cols, listed): (&[Tile], &[Tile], &[Tile]) = match &self.parts {
+            Parts::Crossed { rows, cols } => (rows, cols, &[]),
+            Parts::Listed(tiles) => (&[], &[], tiles),
+        };
+        let crossed = rows.iter().enumerate().flat_map(move |(i, row)| {
+            let along = cols.iter().enumerate();
+            along.map(move |(j, col)| TileRef {
+                row,
+                col: Some(col),
+                at: [i, j],
+            })
+        });
+        listed.iter().map(TileRef::whole).chain(crossed)
+    }
+
+    /// The tiles, row by row.
+    pub fn tiles(&self) -> Vec<Tile> {
+        self.each().map(|t| t.to_tile()).collect()
+    }
+
+    /// How many tiles there are.
+    pub fn len(&self) -> usize {
+        match &self.parts {
+            Parts::Crossed { rows, cols } => rows.len() * cols.len(),
+            Parts::Listed(tiles) => tiles.len(),
+        }
+    }
+
+    /// Whether there are no tiles (never, for a tiling [`tile`] or [`stream`] gave).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One tile's regions, read where the tiling keeps them: its rows from its row strip and its
+/// columns from its column strip, or a listed tile's own. Estimates read every tile of every
+/// grid they grade this way, building none.
+#[derive(Clone, Copy, Debug)]
+pub struct TileRef<'a> {
+    /// The row strip (or the listed tile).
+    row: &'a Tile,
+    /// The column strip, for a crossed tile.
+    col: Option<&'a Tile>,
+    /// Grid position (row, column).
+    at: [usize; 2],
+}
+
+impl<'a> TileRef<'a> {
+    /// A tile read as itself.
+    pub fn whole(tile: &'a Tile) -> TileRef<'a> {
+        TileRef {
+            row: tile,
+            col: None,
+            at: tile.at,
+        }
+    }
+
+    /// The region whose rows are `row`'s and whose columns are those of `col` applied to
+    /// the column strip.
+    fn pair(&self, row: Region, col: impl Fn(&Tile) -> Region) -> Region {
+        match self.col {
+            Some(c) => [row[0], col(c)[1]],
+            None => row,
+        }
+    }
+
+    /// Grid position (row, column).
+    pub fn at(&self) -> [usize; 2] {
+        self.at
+    }
+
+    /// The tile's part of the chain output.
+    pub fn part(&self) -> Region {
+        self.pair(self.row.part, |c| c.part)
+    }
+
+    /// The region of chain node `k`'s output the tile computes.
+    pub fn computed(&self, k: usize) -> Region {
+        self.pair(self.row.computed[k], |c| c.computed[k])
+    }
+
+    /// The tile's part of the chain's `o`-th other output.
+    pub fn extra_part(&self, o: usize) -> Region {
+        self.pair(self.row.extra_parts[o], |c| c.extra_parts[o])
+    }
+
+    /// The region chain node `k` reads of its input `i` (see [`Tile::reads`]).
+    pub fn read(&self, k: usize, i: usize) -> Option<Region> {
+        let row = self.row.reads[k][i]?;
+        match self.col {
+            Some(c) => Some([row[0], c.reads[k][i]?[1]]),
+            None => Some(row),
+        }
+    }
+
+    /// The tile itself.
+    pub fn to_tile(&self) -> Tile {
+        match self.col {
+            Some(col) => cross(self.row, col, self.at),
+            None => self.row.clone(),
+        }
+    }
 }
 
 /// Cuts the chain by `grid` the cheapest way: row strips of a chain that can stream
@@ -90,7 +210,7 @@ pub fn stream(graph: &Graph, chain: &Chain, rows: usize) -> Option<Tiling> {
     // Rows of recomputed nodes, summed over the strips.
     let mut recomputed_rows = vec![0i64; n];
     let mut tiles = Vec::with_capacity(rows);
-    for strip in &base.tiles {
+    for strip in base.tiles() {
         let mut computed = strip.computed.clone();
         for k in (0..n).filter(|&k| !recomputed[k]) {
             let end = strip.computed[k][0].end;
@@ -146,7 +266,7 @@ pub fn stream(graph: &Graph, chain: &Chain, rows: usize) -> Option<Tiling> {
         .collect();
     Some(Tiling {
         grid: [rows, 1],
-        tiles,
+        parts: Parts::Listed(tiles),
         extra_macs: 0,
         halo,
         streamed: true,
@@ -254,19 +374,12 @@ fn tile_costed(
     if extra_macs > max_macs {
         return Some(Err(extra_macs));
     }
-    let tiles = row_strips
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            col_strips
-                .iter()
-                .enumerate()
-                .map(move |(j, c)| cross(r, c, [i, j]))
-        })
-        .collect();
     Some(Ok(Tiling {
         grid,
-        tiles,
+        parts: Parts::Crossed {
+            rows: row_strips,
+            cols: col_strips,
+        },
         extra_macs,
         halo,
         streamed: false,
@@ -337,12 +450,12 @@ fn need(rule: &Rule, read: &Read, region: Region) -> Option<Region> {
 
 /// The first row of chain node `j`'s output that `tile` reads (within the output), `None`
 /// when no chain node reads it.
-pub fn first_row_read(chain: &Chain, tile: &Tile, j: usize) -> Option<i64> {
+pub fn first_row_read(chain: &Chain, tile: TileRef, j: usize) -> Option<i64> {
     let [h, _] = chain.grids[j];
     (0..chain.nodes.len())
         .flat_map(|k| (0..chain.reads[k].len()).map(move |i| (k, i)))
         .filter(|&(k, i)| chain.reads[k][i] == Read::Inside(j))
-        .filter_map(|(k, i)| tile.reads[k][i].map(|need| need[0].clip(h).start))
+        .filter_map(|(k, i)| tile.read(k, i).map(|need| need[0].clip(h).start))
         .min()
 }
 
