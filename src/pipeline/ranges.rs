@@ -61,7 +61,7 @@ pub fn plan_ranges(
     let (liveness, method) = chosen_order(
         graph,
         (&stored, stored_liveness),
-        options.schedule,
+        (options.schedule, crate::schedule::FRONTIER_LIMITS),
         budget,
         (&analyse, &analyse),
         &bound,

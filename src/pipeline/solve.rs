@@ -11,15 +11,17 @@ use crate::ir::Model;
 use crate::liveness::{Liveness, LivenessOptions, analyse_best, analyse_with};
 use crate::onnx::proto::ModelProto;
 use crate::plan::{self, Budget, PlanOptions, Problem};
+use crate::schedule::FrontierLimits;
 use crate::{schedule, verify};
 
 /// The liveness of the order `schedule` chooses, and its method: the stored order (whose
 /// analysis is given), or the memory-aware search's best under `bound` of `rank` (a quick
-/// analysis), kept when `bound` of its full analysis `analyse` beats the stored order's.
+/// analysis), kept when `bound` of its full analysis `analyse` beats the stored order's. The
+/// search's frontier candidates run within `frontier` (see [`schedule::memory_order`]).
 pub(crate) fn chosen_order(
     graph: &crate::ir::Graph,
     (stored, stored_liveness): (&[usize], Liveness),
-    schedule: ScheduleChoice,
+    (schedule, frontier): (ScheduleChoice, FrontierLimits),
     budget: &Budget,
     (rank, analyse): Analyses,
     bound: &dyn Fn(&Liveness) -> u64,
@@ -29,7 +31,7 @@ pub(crate) fn chosen_order(
     }
     budget.report_phase("ordering");
     let mut score = |order: &[usize]| rank(order).map(|l| bound(&l));
-    let (best, _) = schedule::memory_order(graph, stored, &mut score)?;
+    let (best, _) = schedule::memory_order(graph, stored, &mut score, frontier)?;
     if best.method == "stored" {
         return Ok((stored_liveness, "stored"));
     }
@@ -47,8 +49,10 @@ pub(crate) type Analyses<'a> = (
     &'a dyn Fn(&[usize]) -> Result<Liveness>,
 );
 
-/// What a plan is for: a plan that may be written is checked by the independent verifier; a
-/// split trial, which only ranks a rewrite and is planned again if chosen, is not.
+/// What a plan is for. A plan that may be written is checked by the independent verifier,
+/// and its order search runs the frontier search within [`schedule::FRONTIER_LIMITS`]. A
+/// split trial, which only ranks a rewrite and is planned again if chosen, is not verified,
+/// and its frontier search runs within [`schedule::TRIAL_FRONTIER_LIMITS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Purpose {
     /// A plan the pass may write.
@@ -118,10 +122,14 @@ pub(crate) fn plan_for(
     );
     let stored_liveness = best_liveness(&stored).map_err(|e| prefix(path, e))?;
     let stored_bound = bound(&stored_liveness);
+    let frontier = match purpose {
+        Purpose::Output => schedule::FRONTIER_LIMITS,
+        Purpose::Trial => schedule::TRIAL_FRONTIER_LIMITS,
+    };
     let (liveness, method) = chosen_order(
         graph,
         (&stored, stored_liveness),
-        options.schedule,
+        (options.schedule, frontier),
         budget,
         (&quick, &best_liveness),
         &bound,

@@ -25,11 +25,12 @@ use crate::split::{self, SplitOptions, TrialPlan};
 /// 10,000-node rewrite of CaiT).
 const TRIAL_WORK_PER_NODE: u64 = 9_000;
 
-/// Plans with the split stage: the search plans candidates without the advanced modes, in
-/// the order their rewrite gives and without the verifier (a trial is never written); the
-/// chosen model (nodes in execution order, so its stored order is the plan's) is planned
-/// once more with every option, and verified. The first (unsplit) plan's planners may spend an eighth of
-/// the budget's work and the final plan's the rest, so the two never spend more than the
+/// Plans with the split stage: the search plans candidates without the advanced modes, as
+/// trials (`Purpose::Trial`: a quicker order search, no verifier, as a trial is never
+/// written); the first (unsplit) plan, which may be written, is planned in full; the chosen
+/// model (nodes in execution order, so its stored order is the plan's) is planned once more
+/// with every option, and verified. The first plan's planners may spend an eighth of the
+/// budget's work and the final plan's the rest, so the two never spend more than the
 /// budget. Each candidate's planners get the same allowance as the first plan's, charged to
 /// the split search's own allowance (`--split-time`), so the last candidates are planned as
 /// well as the first. The trials' safety stop is the split search's deadline, and the final
@@ -63,26 +64,8 @@ pub(super) fn plan_split(
         ..options.clone()
     };
     let options = &with_blocks(false);
-    // The first (unsplit) plan orders the model as asked. Without a budget, a trial keeps
-    // the order the rewrite gives its nodes: the plan's order before the cut, the chain's
-    // tiles in the chain's place. An order search of every trial cost most of the split's
-    // time (MobileNetV2, 22 trials: 8.6 of 17 s) and lowered no arena of models/ or of the
-    // int8 zoo; the chosen model is planned in its trial's order anyway
-    // (`ScheduleChoice::Stored` below). Under a budget the search ranks trials by their
-    // arena only after the operands that pass the budget, and row blocks inserted where
-    // their chain ended need the order search to interleave them: vit_tiny_batch fits 87,360
-    // bytes with it, and no cut fits without it.
-    let first_options = Options {
-        modes: crate::modes::ModeOptions::default(),
-        ..options.clone()
-    };
-    let trial_order = match options.modes.budget {
-        Some(_) => options.schedule,
-        None => ScheduleChoice::Stored,
-    };
     let trials = [false, true].map(|blockwise| Options {
         modes: crate::modes::ModeOptions::default(),
-        schedule: trial_order,
         ..with_blocks(blockwise)
     });
     // The split search's own allowance (`--split-time`): each trial is charged its planner's
@@ -146,7 +129,7 @@ pub(super) fn plan_split(
         report,
         timings,
         work,
-    } = plan_proto(path, proto, &first_options, &trial_budget)?;
+    } = plan_proto(path, proto, &trials[0], &trial_budget)?;
     let first_trial = TrialPlan { model, table };
     let first_work = work.min(trial_work);
     budget.report_phase("splitting");

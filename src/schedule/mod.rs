@@ -11,6 +11,6 @@ mod units;
 
 pub use frontier::{FrontierLimits, FrontierOrder, frontier_order};
 pub use just_in_time::just_in_time;
-pub use memory::{FRONTIER_LIMITS, Scheduled, memory_order};
+pub use memory::{FRONTIER_LIMITS, Scheduled, TRIAL_FRONTIER_LIMITS, memory_order};
 pub use topo::{scatters_first, topological_order};
 pub use units::keep_units_together;

@@ -4,9 +4,11 @@
 //! after search. A cut depends on the chain's rules, reads, layouts and grids and, per node,
 //! on its operator, attributes and the element types and shapes of its inputs and outputs
 //! (never on node or tensor indices, which a rewrite shifts), so those are the key. The memo
-//! also keeps each tiling's working bytes per tile ([`ChainEstimate::by_tile`]), which depend
-//! on the same. It changes no result (the work each cut is charged stays the same); it saves
-//! the time of cutting and estimating again.
+//! keeps what grading reads of a cut: its extra MACs and its working bytes per tile
+//! ([`ChainEstimate::by_tile`]), which depend on the same; never the tiling itself (tens of
+//! thousands of cuts a round, over a gigabyte of regions on MobileNetV2), which is cut again
+//! for the few grids that need it. It changes no result (the work each cut is charged stays
+//! the same); it saves the time of cutting and estimating again.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -17,15 +19,26 @@ use prost::Message;
 use super::chain::Chain;
 use super::estimate::ChainEstimate;
 use super::rules::shape_of;
-use super::tiling::{Tiling, cut_costed};
+use super::tiling::cut_costed;
 use crate::ir::Graph;
 
-/// What cutting a chain by a grid gave: the tiling, or the extra MACs past the allowance it
+/// What cutting a chain by a grid gave: its cost, or the extra MACs past the allowance it
 /// was cut within, or no tiling at any allowance.
 enum Cached {
-    Cut(Arc<Tiling>),
+    Cut(Cost),
     Over(u64),
     Never,
+}
+
+/// What grading reads of a chain's cut by a grid.
+#[derive(Clone, Debug)]
+pub struct Cost {
+    /// The multiply-accumulates the cut recomputes (0 for streamed strips).
+    pub extra_macs: u64,
+    /// Whether the cut streams (row strips that recompute nothing, whatever the allowance).
+    pub streamed: bool,
+    /// [`ChainEstimate::by_tile`] of the cut.
+    pub working: Arc<[u64]>,
 }
 
 /// A chain's signature ([`Cuts::signature`]): its bytes, with their hash computed once (a
@@ -59,12 +72,11 @@ impl From<Vec<u8>> for Signature {
 /// A chain's signature and a grid.
 type Key = (Signature, [usize; 2]);
 
-/// The memo: cuts, and their working bytes per tile, by chain signature and grid. The
-/// searches that run side by side share it.
+/// The memo: the costs of cuts, by chain signature and grid. The searches that run side by
+/// side share it.
 #[derive(Default)]
 pub struct Cuts {
     memo: Mutex<HashMap<Key, Cached>>,
-    working: Mutex<HashMap<Key, Arc<[u64]>>>,
 }
 
 impl Cuts {
@@ -111,43 +123,32 @@ impl Cuts {
         key.into()
     }
 
-    /// [`ChainEstimate::by_tile`] of `tiling`, the cut of the chain whose signature is
-    /// `signature` by `grid`, from the memo when an earlier estimate answers it.
-    pub fn working(
-        &self,
-        (chain, signature): (&Chain, &Signature),
-        (grid, tiling): ([usize; 2], &Tiling),
-        estimate: &ChainEstimate,
-    ) -> Arc<[u64]> {
-        let key = (signature.clone(), grid);
-        if let Some(w) = lock(&self.working).get(&key) {
-            return w.clone();
-        }
-        let w: Arc<[u64]> = estimate.by_tile(chain, tiling).into();
-        lock(&self.working).insert(key, w.clone());
-        w
-    }
-
-    /// [`super::tiling::cut_within`] of the chain whose [`Cuts::signature`] is `signature`,
-    /// from the memo when an earlier cut answers it.
-    pub fn cut_within(
+    /// The [`Cost`] of [`super::tiling::cut_within`] of the chain whose [`Cuts::signature`] is
+    /// `signature`, its working bytes estimated by `estimate`, from the memo when an earlier
+    /// cut answers it; `None` when the grid does not cut the chain within `max_macs`.
+    pub fn cost(
         &self,
         graph: &Graph,
         (chain, signature): (&Chain, &Signature),
         grid: [usize; 2],
         max_macs: u64,
-    ) -> Option<Arc<Tiling>> {
+        estimate: &ChainEstimate,
+    ) -> Option<Cost> {
         let key = (signature.clone(), grid);
         match lock(&self.memo).get(&key) {
-            Some(Cached::Cut(t)) => return within(t, max_macs).then(|| t.clone()),
+            Some(Cached::Cut(c)) => return within(c, max_macs).then(|| c.clone()),
             Some(Cached::Over(extra)) if *extra > max_macs => return None,
             Some(Cached::Never) => return None,
             _ => {}
         }
         let (answer, cached) = match cut_costed(graph, chain, grid, max_macs) {
             Some(Ok(t)) => {
-                let t = Arc::new(t);
-                (Some(t.clone()), Cached::Cut(t))
+                let cost = Cost {
+                    extra_macs: t.extra_macs,
+                    streamed: t.streamed,
+                    working: estimate.by_tile(chain, &t).into(),
+                };
+                (Some(cost.clone()), Cached::Cut(cost))
             }
             Some(Err(extra)) => (None, Cached::Over(extra)),
             None => (None, Cached::Never),
@@ -163,8 +164,8 @@ pub fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether `cut_within` with `max_macs` gives the tiling `t`: streamed strips whatever the
-/// allowance, tiles when their halos fit it.
-fn within(t: &Tiling, max_macs: u64) -> bool {
-    t.streamed || t.extra_macs <= max_macs
+/// Whether `cut_within` with `max_macs` gives the cut costing `c`: streamed strips whatever
+/// the allowance, tiles when their halos fit it.
+fn within(c: &Cost, max_macs: u64) -> bool {
+    c.streamed || c.extra_macs <= max_macs
 }

@@ -292,9 +292,14 @@ impl ChainEstimate {
         }
     }
 
+    /// Whether the chain reads inputs as bands (then [`Self::bands_by_tile`] counts them).
+    pub fn reads_bands(&self) -> bool {
+        !self.banded.is_empty()
+    }
+
     /// With inputs read as bands, for each tile: the bytes of their parts that tile or a
     /// later one still reads, plus the outputs of the tiles before it; all 0 otherwise.
-    fn banded_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
+    pub fn bands_by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
         let mut held = vec![0u64; tiling.len()];
         if self.banded.is_empty() {
             return held;
@@ -342,15 +347,15 @@ impl ChainEstimate {
             .collect()
     }
 
-    /// The estimated arena with `tiling`, whose [`Self::by_tile`] is `working`: the peak
-    /// outside the chain, or what crosses into the chain plus one tile's working set plus the
-    /// outputs. Returns that estimate and the chain's own part (without the peak outside),
-    /// which ranks chains whose estimates the peak outside makes equal.
-    pub fn of(&self, chain: &Chain, tiling: &Tiling, working: &[u64]) -> (u64, u64) {
-        let banded = self.banded_by_tile(chain, tiling);
+    /// The estimated arena with a tiling whose [`Self::by_tile`] is `working` and whose
+    /// [`Self::bands_by_tile`] is `bands`: the peak outside the chain, or what crosses into
+    /// the chain plus one tile's working set plus the outputs. Returns that estimate and the
+    /// chain's own part (without the peak outside), which ranks chains whose estimates the
+    /// peak outside makes equal.
+    pub fn of(&self, working: &[u64], bands: &[u64]) -> (u64, u64) {
         let peak = working
             .iter()
-            .zip(banded)
+            .zip(bands)
             .map(|(work, held)| work + held)
             .max()
             .unwrap_or(0);

@@ -633,11 +633,8 @@ fn candidates(
             if !spend(strips_work(n, best.grid) + tiles_work(n, best.grid)) {
                 return Err(Spent);
             }
-            let signature = Cuts::signature(graph, &chain);
-            let tiling = cuts
-                .cut_within(graph, (&chain, &signature), best.grid, allowance)
+            let tiling = super::tiling::cut_within(graph, &chain, best.grid, allowance)
                 .expect("a graded grid cuts its chain");
-            let tiling = Tiling::clone(&tiling);
             found.push(Candidate {
                 cut: Cut::Tiles(chain, tiling),
                 covers: cover.contains(&steps),

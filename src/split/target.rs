@@ -10,6 +10,7 @@ use super::TrialPlan;
 use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
 use super::cuts::Cuts;
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
+use super::tiling::cut_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
 use crate::ir::Graph;
@@ -54,20 +55,27 @@ pub fn grade(
         if !spend(strips_work(n, grid)) {
             return Err(Spent);
         }
-        let Some(tiling) = cuts.cut_within(graph, (chain, &signature), grid, allowance) else {
+        let cut = (chain, &signature);
+        let Some(cost) = cuts.cost(graph, cut, grid, allowance, &estimates) else {
             failed.push(grid);
             continue;
         };
         if !spend(tiles_work(n, grid)) {
             return Err(Spent);
         }
-        let working = cuts.working((chain, &signature), (grid, &tiling), &estimates);
-        let (estimate, inside) = estimates.of(chain, &tiling, &working);
+        let bands = match estimates.reads_bands() {
+            true => {
+                let tiling = cut_within(graph, chain, grid, allowance);
+                estimates.bands_by_tile(chain, &tiling.expect("a costed grid cuts its chain"))
+            }
+            false => vec![0; cost.working.len()],
+        };
+        let (estimate, inside) = estimates.of(&cost.working, &bands);
         graded.push(Graded {
             grid,
             estimate,
             inside,
-            extra_macs: tiling.extra_macs,
+            extra_macs: cost.extra_macs,
         });
     }
     Ok(graded)
