@@ -25,8 +25,8 @@ pub const FRONTIER_LIMITS: FrontierLimits = FrontierLimits {
 
 /// Limits of the frontier search in the split search's trials: a fortieth of the moves. The
 /// rewrite keeps the order planned before the cut, and the full search took most of the
-/// split's time (MobileNetV2: 4.0 of 17 s in 22 trials; bert_tiny's split took 15 s, 3.6 s
-/// with these limits). Trials still need some search to interleave what a row rewrite
+/// split's time (MobileNetV2: 4.0 of 17 s in 22 trials; bert_tiny's split took 15 s, about
+/// 4 s with these limits). Trials still need some search to interleave what a row rewrite
 /// inserts where its chain ended: GPT-2 loses its 2.25x split without the frontier search,
 /// and keeps it with these limits.
 pub const TRIAL_FRONTIER_LIMITS: FrontierLimits = FrontierLimits {

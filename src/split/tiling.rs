@@ -46,9 +46,9 @@ pub struct Tiling {
 
 /// Where a tiling's tiles come from. A grid's tile takes its rows from its row strip and its
 /// columns from its column strip, so a grid keeps its `rows + cols` strips and crosses them
-/// when a tile is read: the search grades every grid of every chain it meets and keeps their
-/// cuts, and whole tiles (`rows × cols` of them, each with regions for every chain node)
-/// cost most of that time and gigabytes of memory on MobileNetV2.
+/// when a tile is read: the search grades every grid of every chain it meets, reading each
+/// tile once, and building whole tiles (`rows × cols` of them, each with regions for every
+/// chain node) for that took much of its time on MobileNetV2.
 #[derive(Clone, Debug)]
 enum Parts {
     /// Row strips (every column) and column strips (every row).
