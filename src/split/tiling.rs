@@ -156,7 +156,7 @@ impl<'a> TileRef<'a> {
     }
 
     /// The tile itself.
-    pub fn to_tile(&self) -> Tile {
+    pub fn to_tile(self) -> Tile {
         match self.col {
             Some(col) => cross(self.row, col, self.at),
             None => self.row.clone(),
