@@ -14,16 +14,35 @@ use crate::ir::{Graph, NodeId};
 /// Work budget: analyses × tensors stays under this, so huge graphs try fewer sites.
 const WORK_BUDGET: usize = 4_000_000;
 
+/// Which slice-alias sites [`analyse_best`] flips one by one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flips {
+    /// None: a quick estimate (two analyses), to rank orders by.
+    None,
+    /// Every site, while the work budget lasts.
+    All,
+    /// Where the bound alone ranks groupings (not `blockwise`), only the sites whose tensors,
+    /// or the buffers holding them, live at a step within [`NEAR_PEAK`] of the peak of live
+    /// bytes (a split trial's: a flip elsewhere cannot lower that peak unless it moves
+    /// groupings far downstream, and a trial only ranks a rewrite). Under `blockwise` as
+    /// [`Flips::All`]: there a flip away from the peak may still thin it.
+    NearPeak,
+}
+
+/// Live bytes within this fraction (1/n) of the peak count as reaching it in
+/// [`Flips::NearPeak`].
+pub const NEAR_PEAK: u64 = 100;
+
 /// The analysis with the set of slice-alias sites chosen greedily to minimise `bound`: start
-/// from the better of "all sites" and "no site", then, with `flips`, flip each site (in
+/// from the better of "all sites" and "no site", then flip the sites `flips` names (in
 /// execution order) while the work budget lasts, keeping a flip when the bound strictly
-/// drops. Without `flips` it is a quick estimate (two analyses), to rank orders by.
+/// drops.
 pub fn analyse_best(
     graph: &Graph,
     order: &[NodeId],
     options: LivenessOptions,
     bound: &dyn Fn(&Liveness) -> u64,
-    flips: bool,
+    flips: Flips,
 ) -> Result<Liveness> {
     let analyser = Analyser::new(graph, order.to_vec(), options)?;
     let all = analyser.run(&|_| true);
@@ -79,9 +98,10 @@ pub fn analyse_best(
             (sites.iter().copied().collect(), all, all_bound)
         };
     let tries = match flips {
-        true => (WORK_BUDGET / graph.values.len().max(1)).max(8),
-        false => 0,
+        Flips::None => 0,
+        Flips::All | Flips::NearPeak => (WORK_BUDGET / graph.values.len().max(1)).max(8),
     };
+    let near_peak_only = flips == Flips::NearPeak && !options.blockwise;
     // Under `blockwise` (the split stage) equal bounds are told apart by the crowding: a
     // site in one of several repeated blocks lowers its own peak while another block's holds
     // the bound, and one away from the peak still frees bytes for longer.
@@ -90,7 +110,18 @@ pub fn analyse_best(
         false => (b, (0, 0, 0)),
     };
     let mut best_key = key(&best, best_bound);
+    let mut near = near_peak_only.then(|| NearPeak::of(&best));
     for &site in sites.iter().take(tries) {
+        if let Some(near) = &near {
+            let node = &graph.nodes[site];
+            let tensors = node.inputs.iter().chain(&node.outputs).flatten();
+            if !tensors
+                .filter_map(|&v| analyser.tensor(v))
+                .any(|t| near.reached_by(&best, t))
+            {
+                continue;
+            }
+        }
         let mut flipped = enabled.clone();
         if !flipped.remove(&site) {
             flipped.insert(site);
@@ -99,23 +130,67 @@ pub fn analyse_best(
         let k = key(&l, b);
         if k < best_key {
             (enabled, best, best_key) = (flipped, l, k);
+            if near.is_some() {
+                near = Some(NearPeak::of(&best));
+            }
         }
     }
     Ok(best)
 }
 
-/// The most bytes the buffers hold at one step (their exact sizes), how many steps hold that
-/// many, and the bytes held summed over the steps.
-fn crowding(l: &Liveness) -> (u64, usize, u128) {
+/// The steps of an analysis whose live bytes are within [`NEAR_PEAK`] of its peak, counted
+/// up to each step (so whether a span of steps reaches one is two lookups).
+struct NearPeak(Vec<usize>);
+
+impl NearPeak {
+    /// The near-peak steps of `l`.
+    fn of(l: &Liveness) -> NearPeak {
+        let load = live_per_step(l);
+        let peak = load.iter().copied().max().unwrap_or(0);
+        let near = peak - peak / NEAR_PEAK as i128;
+        let mut counted = Vec::with_capacity(load.len() + 1);
+        counted.push(0);
+        for &b in &load {
+            let last = counted[counted.len() - 1];
+            counted.push(last + usize::from(b >= near));
+        }
+        NearPeak(counted)
+    }
+
+    /// Whether tensor `t`, or the buffer holding it in `l`, lives at a near-peak step.
+    fn reached_by(&self, l: &Liveness, t: usize) -> bool {
+        let life = &l.tensors[t];
+        let buffer = l.buffer_of[t].map(|b| &l.buffers[b]);
+        let first = buffer.map_or(life.first, |b| b.first.min(life.first));
+        let last = buffer.map_or(life.last, |b| b.last.max(life.last));
+        let end = (last + 1).min(self.0.len() - 1);
+        first < end && self.0[end] > self.0[first]
+    }
+}
+
+/// The bytes the buffers of `l` hold at each step (their exact sizes).
+fn live_per_step(l: &Liveness) -> Vec<i128> {
     let steps = l.order.len();
     let mut delta = vec![0i128; steps + 1];
     for b in &l.buffers {
         delta[b.first.min(steps)] += i128::from(b.bytes);
         delta[(b.last + 1).min(steps)] -= i128::from(b.bytes);
     }
-    let (mut live, mut peak, mut count, mut area) = (0i128, 0i128, 0usize, 0u128);
-    for d in &delta[..steps] {
-        live += d;
+    let mut live = 0i128;
+    delta[..steps]
+        .iter()
+        .map(|d| {
+            live += d;
+            live
+        })
+        .collect()
+}
+
+/// The most bytes the buffers hold at one step (their exact sizes), how many steps hold that
+/// many, and the bytes held summed over the steps.
+fn crowding(l: &Liveness) -> (u64, usize, u128) {
+    let (mut peak, mut count, mut area) = (0i128, 0usize, 0u128);
+    for live in live_per_step(l) {
         area += u128::try_from(live).unwrap_or(0);
         if live > peak {
             (peak, count) = (live, 1);
@@ -205,8 +280,11 @@ mod tests {
         };
         let all = analyse_with(&g, order.to_vec(), options, &|_| true).unwrap();
         assert_eq!(peak(&all), 2176);
-        let best = analyse_best(&g, &order, options, &peak, true).unwrap();
+        let best = analyse_best(&g, &order, options, &peak, Flips::All).unwrap();
         assert_eq!(peak(&best), 2112);
+        // The Concat output lives at the peak step (1): a trial's flips try it too.
+        let near = analyse_best(&g, &order, options, &peak, Flips::NearPeak).unwrap();
+        assert_eq!(peak(&near), 2112);
         assert!(
             best.sharing
                 .iter()

@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow};
 use super::{Options, Planned, ScheduleChoice, Timings, at_bound, file_name, prefix, type_model};
 use crate::emit::{self, ModelInfo, Stats, Table, TableOptions};
 use crate::ir::Model;
-use crate::liveness::{Liveness, LivenessOptions, analyse_best, analyse_with};
+use crate::liveness::{Flips, Liveness, LivenessOptions, analyse_best, analyse_with};
 use crate::onnx::proto::ModelProto;
 use crate::plan::{self, Budget, PlanOptions, Problem};
 use crate::schedule::FrontierLimits;
@@ -99,7 +99,7 @@ pub(crate) fn plan_for(
     let counted =
         crate::ranges::data_dependent::nodes_touching_counts(&model.graph, &report.data_dependent)
             .map_err(|e| prefix(path, e))?;
-    let liveness_of = |order: &[usize], flips: bool| {
+    let liveness_of = |order: &[usize], flips: Flips| {
         let order = &schedule::keep_units_together(graph, order)?;
         if counted.is_empty() {
             analyse_best(graph, order, options.liveness, &bound, flips)
@@ -116,9 +116,14 @@ pub(crate) fn plan_for(
             })
         }
     };
+    // A trial only ranks a rewrite: it flips the slice-alias sites near its peak only.
+    let flips = match purpose {
+        Purpose::Output => Flips::All,
+        Purpose::Trial => Flips::NearPeak,
+    };
     let (quick, best_liveness) = (
-        |order: &[usize]| liveness_of(order, false),
-        |order: &[usize]| liveness_of(order, true),
+        |order: &[usize]| liveness_of(order, Flips::None),
+        |order: &[usize]| liveness_of(order, flips),
     );
     let stored_liveness = best_liveness(&stored).map_err(|e| prefix(path, e))?;
     let stored_bound = bound(&stored_liveness);
