@@ -14,6 +14,9 @@ use crate::ir::{Graph, NodeId};
 /// Work budget: analyses × tensors stays under this, so huge graphs try fewer sites.
 const WORK_BUDGET: usize = 4_000_000;
 
+/// [`Flips::NearPeak`] works within this fraction (1/n) of [`WORK_BUDGET`].
+const TRIAL_SHARE: usize = 4;
+
 /// Which slice-alias sites [`analyse_best`] flips one by one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flips {
@@ -21,17 +24,18 @@ pub enum Flips {
     None,
     /// Every site, while the work budget lasts.
     All,
-    /// Where the bound alone ranks groupings (not `blockwise`), only the sites whose tensors,
-    /// or the buffers holding them, live at a step within [`NEAR_PEAK`] of the peak of live
-    /// bytes (a split trial's: a flip elsewhere cannot lower that peak unless it moves
-    /// groupings far downstream, and a trial only ranks a rewrite). Under `blockwise` as
-    /// [`Flips::All`]: there a flip away from the peak may still thin it.
+    /// A split trial's, which only ranks a rewrite: where the bound alone ranks groupings
+    /// (not `blockwise`), only the sites whose tensors, or the buffers holding them, live at a
+    /// step within 1% of the peak of live bytes (a flip elsewhere cannot lower that peak
+    /// unless it moves groupings far downstream); under `blockwise` every site, as there a
+    /// flip away from the peak may still thin it. Either way within a quarter of the work
+    /// budget.
     NearPeak,
 }
 
 /// Live bytes within this fraction (1/n) of the peak count as reaching it in
 /// [`Flips::NearPeak`].
-pub const NEAR_PEAK: u64 = 100;
+const NEAR_PEAK: u64 = 100;
 
 /// The analysis with the set of slice-alias sites chosen greedily to minimise `bound`: start
 /// from the better of "all sites" and "no site", then flip the sites `flips` names (in
@@ -99,7 +103,8 @@ pub fn analyse_best(
         };
     let tries = match flips {
         Flips::None => 0,
-        Flips::All | Flips::NearPeak => (WORK_BUDGET / graph.values.len().max(1)).max(8),
+        Flips::All => (WORK_BUDGET / graph.values.len().max(1)).max(8),
+        Flips::NearPeak => (WORK_BUDGET / TRIAL_SHARE / graph.values.len().max(1)).max(8),
     };
     let near_peak_only = flips == Flips::NearPeak && !options.blockwise;
     // Under `blockwise` (the split stage) equal bounds are told apart by the crowding: a
@@ -111,7 +116,11 @@ pub fn analyse_best(
     };
     let mut best_key = key(&best, best_bound);
     let mut near = near_peak_only.then(|| NearPeak::of(&best));
-    for &site in sites.iter().take(tries) {
+    let mut tried = 0;
+    for &site in sites.iter() {
+        if tried >= tries {
+            break;
+        }
         if let Some(near) = &near {
             let node = &graph.nodes[site];
             let tensors = node.inputs.iter().chain(&node.outputs).flatten();
@@ -122,6 +131,7 @@ pub fn analyse_best(
                 continue;
             }
         }
+        tried += 1;
         let mut flipped = enabled.clone();
         if !flipped.remove(&site) {
             flipped.insert(site);

@@ -8,6 +8,6 @@ mod lifetimes;
 pub mod rules;
 mod strided;
 
-pub use choose::{Flips, NEAR_PEAK, analyse_best};
+pub use choose::{Flips, analyse_best};
 pub use groups::{Buffer, Liveness, LivenessOptions, Sharing, analyse, analyse_with};
 pub use lifetimes::{TensorKind, TensorLife, lifetimes, tensor_kind};
