@@ -113,8 +113,8 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
     options.infer.dims.insert("batch".into(), 1);
     let planned = plan_model(&root().join("models/mobilenet_v2.onnx"), &options).unwrap();
     let first = TrialPlan {
-        model: planned.model,
-        table: planned.table,
+        model: planned.model.into(),
+        table: planned.table.into(),
     };
     let split = SplitOptions::default();
     // Unlimited: count what is spent until the first trial, which ends the search.

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use bytes::Bytes;
@@ -95,7 +95,7 @@ pub(super) fn plan_split(
     let trials_done: Mutex<HashMap<(Digest, bool), (TrialPlan, u64)>> = Default::default();
     let payloads = Payloads::default();
     // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
-    let budgeted_trial = |model: ModelProto,
+    let budgeted_trial = |mut model: ModelProto,
                           blockwise: bool,
                           meter: &RefCell<Meter>|
      -> Result<Option<TrialPlan>> {
@@ -106,7 +106,7 @@ pub(super) fn plan_split(
         }
         // Searches meet the same rewrites again (their first rounds start alike): a trial
         // planned before is taken from the memo at the charge it had, so no result changes.
-        let key = (digest(&model, &payloads), blockwise);
+        let key = (digest(&mut model, &payloads), blockwise);
         let known = lock(&trials_done).get(&key).cloned();
         if let Some((trial, work)) = known {
             spend(work);
@@ -115,8 +115,8 @@ pub(super) fn plan_split(
         let planned = plan_trial(model, blockwise)?;
         spend(planned.work);
         let trial = TrialPlan {
-            model: planned.model,
-            table: planned.table,
+            model: Arc::new(planned.model),
+            table: Arc::new(planned.table),
         };
         let done = (trial.clone(), planned.work);
         lock(&trials_done).insert(key, done);
@@ -130,7 +130,10 @@ pub(super) fn plan_split(
         timings,
         work,
     } = plan_proto(path, proto, &trials[0], &trial_budget)?;
-    let first_trial = TrialPlan { model, table };
+    let first_trial = TrialPlan {
+        model: Arc::new(model),
+        table: Arc::new(table),
+    };
     let first_work = work.min(trial_work);
     budget.report_phase("splitting");
     let split_options = SplitOptions {
@@ -207,8 +210,8 @@ pub(super) fn plan_split(
     let (outcome, blockwise) = outcome;
     let first = Planned {
         original,
-        model: first_trial.model,
-        table: first_trial.table,
+        model: Arc::unwrap_or_clone(first_trial.model),
+        table: Arc::unwrap_or_clone(first_trial.table),
         report,
         timings,
         work,
@@ -292,18 +295,30 @@ const DIGESTED_PAYLOAD: usize = 64;
 
 /// [`Digest`] of `model`: the encoding with every initializer payload longer than
 /// [`DIGESTED_PAYLOAD`] bytes replaced by its SHA-256 (two models share a digest only when
-/// they are equal, short of a SHA-256 collision).
-fn digest(model: &ModelProto, payloads: &Payloads) -> Digest {
+/// they are equal, short of a SHA-256 collision). The payloads are swapped for their digests
+/// in place while the model is encoded, then put back: the model is left as it was, and
+/// never copied.
+fn digest(model: &mut ModelProto, payloads: &Payloads) -> Digest {
     use prost::Message;
-    let mut light = model.clone();
-    for tensor in light.graph.iter_mut().flat_map(|g| g.initializer.iter_mut()) {
+    let Some(graph) = model.graph.as_mut() else {
+        return sha256(&model.encode_to_vec());
+    };
+    // The swapped payloads, by initializer index.
+    let mut kept = Vec::new();
+    for (i, tensor) in graph.initializer.iter_mut().enumerate() {
         if let Some(raw) = tensor.raw_data.as_mut()
             && raw.len() > DIGESTED_PAYLOAD
         {
-            *raw = Bytes::copy_from_slice(&payloads.digest(raw));
+            let light = Bytes::copy_from_slice(&payloads.digest(raw));
+            kept.push((i, std::mem::replace(raw, light)));
         }
     }
-    sha256(&light.encode_to_vec())
+    let encoded = sha256(&model.encode_to_vec());
+    let graph = model.graph.as_mut().expect("the graph swapped above");
+    for (i, raw) in kept {
+        graph.initializer[i].raw_data = Some(raw);
+    }
+    encoded
 }
 
 /// The SHA-256 of `bytes`.

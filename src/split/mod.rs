@@ -40,17 +40,20 @@ pub type Spend<'a> = &'a dyn Fn(u64) -> bool;
 #[derive(Clone, Copy, Debug)]
 pub struct Spent;
 
+use std::sync::Arc;
+
 use crate::emit::Table;
 use crate::ir::Model;
 
 /// What the split search reads of a plan (its own or one it asked for): the typed model and
 /// its table. The search's caller makes them; the split stage never runs the pass itself.
+/// Both are shared, so the trial memo and the searches hold a plan without copying it.
 #[derive(Clone)]
 pub struct TrialPlan {
     /// The model as planned, typed.
-    pub model: Model,
+    pub model: Arc<Model>,
     /// The plan's table (its `schedule` the execution order).
-    pub table: Table,
+    pub table: Arc<Table>,
 }
 
 /// Whether the pass may split operators.
