@@ -57,14 +57,7 @@ pub fn analyse_best(
         .iter()
         .copied()
         .filter(|&n| {
-            let node = &graph.nodes[n];
-            let tensors = || {
-                node.inputs
-                    .iter()
-                    .chain(&node.outputs)
-                    .flatten()
-                    .filter_map(|&v| analyser.tensor(v))
-            };
+            let tensors = || node_tensors(graph, &analyser, n);
             let formed = tensors().any(|t| {
                 all.part_of[t].is_some()
                     || matches!(
@@ -121,15 +114,10 @@ pub fn analyse_best(
         if tried >= tries {
             break;
         }
-        if let Some(near) = &near {
-            let node = &graph.nodes[site];
-            let tensors = node.inputs.iter().chain(&node.outputs).flatten();
-            if !tensors
-                .filter_map(|&v| analyser.tensor(v))
-                .any(|t| near.reached_by(&best, t))
-            {
-                continue;
-            }
+        if let Some(near) = &near
+            && !node_tensors(graph, &analyser, site).any(|t| near.reached_by(&best, t))
+        {
+            continue;
         }
         tried += 1;
         let mut flipped = enabled.clone();
@@ -140,12 +128,26 @@ pub fn analyse_best(
         let k = key(&l, b);
         if k < best_key {
             (enabled, best, best_key) = (flipped, l, k);
-            if near.is_some() {
-                near = Some(NearPeak::of(&best));
+            if let Some(near) = near.as_mut() {
+                *near = NearPeak::of(&best);
             }
         }
     }
     Ok(best)
+}
+
+/// The tensors (indices into [`Liveness::tensors`]) node `n` reads and writes.
+fn node_tensors<'a>(
+    graph: &'a Graph,
+    analyser: &'a Analyser,
+    n: NodeId,
+) -> impl Iterator<Item = usize> + 'a {
+    let node = &graph.nodes[n];
+    node.inputs
+        .iter()
+        .chain(&node.outputs)
+        .flatten()
+        .filter_map(|&v| analyser.tensor(v))
 }
 
 /// The steps of an analysis whose live bytes are within [`NEAR_PEAK`] of its peak, counted

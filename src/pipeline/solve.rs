@@ -50,15 +50,35 @@ pub(crate) type Analyses<'a> = (
 );
 
 /// What a plan is for. A plan that may be written is checked by the independent verifier,
-/// and its order search runs the frontier search within [`schedule::FRONTIER_LIMITS`]. A
-/// split trial, which only ranks a rewrite and is planned again if chosen, is not verified,
-/// and its frontier search runs within [`schedule::TRIAL_FRONTIER_LIMITS`].
+/// its order search runs the frontier search within [`schedule::FRONTIER_LIMITS`], and its
+/// liveness flips every slice-alias site ([`Flips::All`]). A split trial, which only ranks a
+/// rewrite and is planned again if chosen, is not verified, its frontier search runs within
+/// [`schedule::TRIAL_FRONTIER_LIMITS`], and it flips the sites near its peak only
+/// ([`Flips::NearPeak`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Purpose {
     /// A plan the pass may write.
     Output,
     /// A split search's trial.
     Trial,
+}
+
+impl Purpose {
+    /// Which slice-alias sites the liveness analysis flips.
+    fn flips(self) -> Flips {
+        match self {
+            Purpose::Output => Flips::All,
+            Purpose::Trial => Flips::NearPeak,
+        }
+    }
+
+    /// The frontier search's limits.
+    fn frontier(self) -> FrontierLimits {
+        match self {
+            Purpose::Output => schedule::FRONTIER_LIMITS,
+            Purpose::Trial => schedule::TRIAL_FRONTIER_LIMITS,
+        }
+    }
 }
 
 /// The pass on a decoded model; the table's `model.sha256` is left empty for the caller.
@@ -116,25 +136,16 @@ pub(crate) fn plan_for(
             })
         }
     };
-    // A trial only ranks a rewrite: it flips the slice-alias sites near its peak only.
-    let flips = match purpose {
-        Purpose::Output => Flips::All,
-        Purpose::Trial => Flips::NearPeak,
-    };
     let (quick, best_liveness) = (
         |order: &[usize]| liveness_of(order, Flips::None),
-        |order: &[usize]| liveness_of(order, flips),
+        |order: &[usize]| liveness_of(order, purpose.flips()),
     );
     let stored_liveness = best_liveness(&stored).map_err(|e| prefix(path, e))?;
     let stored_bound = bound(&stored_liveness);
-    let frontier = match purpose {
-        Purpose::Output => schedule::FRONTIER_LIMITS,
-        Purpose::Trial => schedule::TRIAL_FRONTIER_LIMITS,
-    };
     let (liveness, method) = chosen_order(
         graph,
         (&stored, stored_liveness),
-        (options.schedule, frontier),
+        (options.schedule, purpose.frontier()),
         budget,
         (&quick, &best_liveness),
         &bound,

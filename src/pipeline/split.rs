@@ -26,8 +26,8 @@ use crate::split::{self, SplitOptions, TrialPlan};
 const TRIAL_WORK_PER_NODE: u64 = 9_000;
 
 /// Plans with the split stage: the search plans candidates without the advanced modes, as
-/// trials (`Purpose::Trial`: a quicker order search, no verifier, as a trial is never
-/// written); the first (unsplit) plan, which may be written, is planned in full; the chosen
+/// trials (`Purpose::Trial`: a quicker order search, fewer liveness flips, no verifier, as a
+/// trial is never written); the first (unsplit) plan, which may be written, is planned in full; the chosen
 /// model (nodes in execution order, so its stored order is the plan's) is planned once more
 /// with every option, and verified. The first plan's planners may spend an eighth of the
 /// budget's work and the final plan's the rest, so the two never spend more than the
