@@ -165,3 +165,76 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
     assert!(outcome.info.chains.is_empty());
     assert_eq!(outcome.info.arena_after, outcome.info.arena_before);
 }
+
+/// A search that meets a round another search ranked takes the ranking from the shared memo
+/// (`split::Memos`), and its course is the same as ranking afresh: the same work charged
+/// before its first trial, the same first trial; and, on half that work, no trial.
+#[test]
+fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
+    use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
+    use onnx_memplan::split::{Memos, SplitOptions, TrialPlan, search};
+    use prost::Message;
+    use std::cell::{Cell, RefCell};
+
+    let mut options = Options {
+        schedule: ScheduleChoice::Memory,
+        ..Options::default()
+    };
+    options.infer.dims.insert("batch".into(), 1);
+    let planned = plan_model(&root().join("models/resnet_small.onnx"), &options).unwrap();
+    let first = TrialPlan {
+        model: planned.model.into(),
+        table: planned.table.into(),
+    };
+    let split = SplitOptions::default();
+    let memos = Memos::default();
+    // Runs the search up to its first trial: the work charged before it, and its model.
+    let until_first_trial = |memos: &Memos| {
+        let spent = Cell::new(0u64);
+        let tried = RefCell::new(None);
+        let spend = |units: u64| {
+            spent.set(spent.get() + units);
+            true
+        };
+        let stop = |model: onnx_memplan::onnx::proto::ModelProto| {
+            tried.replace(Some((spent.get(), model.encode_to_vec())));
+            Ok(None)
+        };
+        search(&planned.original, &first, &split, &stop, (&spend, memos)).unwrap();
+        tried
+            .into_inner()
+            .expect("resnet_small has a candidate to try")
+    };
+    let (fresh_work, fresh_trial) = until_first_trial(&memos);
+    let (memo_work, memo_trial) = until_first_trial(&memos);
+    assert!(fresh_work > 0);
+    assert_eq!(
+        memo_work, fresh_work,
+        "a remembered round is charged its work"
+    );
+    assert!(
+        memo_trial == fresh_trial,
+        "a remembered round tries another cut"
+    );
+    // On half the work, with the round remembered: no trial starts.
+    let left = Cell::new(fresh_work / 2);
+    let limited = |units: u64| {
+        let ok = units <= left.get();
+        left.set(left.get().saturating_sub(units));
+        ok
+    };
+    let trials = Cell::new(0);
+    let count = |_model: onnx_memplan::onnx::proto::ModelProto| {
+        trials.set(trials.get() + 1);
+        Ok(None)
+    };
+    search(
+        &planned.original,
+        &first,
+        &split,
+        &count,
+        (&limited, &memos),
+    )
+    .unwrap();
+    assert_eq!(trials.get(), 0, "a remembered round ran past the allowance");
+}

@@ -141,8 +141,9 @@ pub(super) fn plan_split(
         scatter_inputs: options.liveness.include_io,
         ..options.split
     };
-    // The chain cuts the searches share (rounds and searches meet the same chains again).
-    let cuts = split::cuts::Cuts::default();
+    // The chain cuts and ranked rounds the searches share (rounds and searches meet the same
+    // chains and plans again).
+    let memos = split::Memos::default();
     // One search of split::SEARCHES on its own meter: its trials and the estimates that rank
     // them draw on it.
     let run = |search: &split::Search, meter: Meter| -> Result<(split::Outcome, Meter)> {
@@ -160,7 +161,7 @@ pub(super) fn plan_split(
             ..split_options
         };
         let trial = |model: ModelProto| budgeted_trial(model, search.blockwise, &meter);
-        let found = split::search(&original, &first_trial, &variant, &trial, (&spend, &cuts))?;
+        let found = split::search(&original, &first_trial, &variant, &trial, (&spend, &memos))?;
         Ok((found, meter.into_inner()))
     };
     // The first search runs on the whole allowance. The others each get what it left, on
@@ -180,7 +181,7 @@ pub(super) fn plan_split(
         .info
         .chains
         .iter()
-        .any(|c| c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > split::search::MAX_TILES);
+        .any(|c| c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > split::candidates::MAX_TILES);
     // Without blocks written over their input, row chains, bands or fine strips, these
     // repeat the first search.
     let differs = |search: &&split::Search| {

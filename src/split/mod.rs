@@ -11,6 +11,7 @@
 //! does the same for transformers along one axis (tokens, query rows): row blocking.
 
 pub mod bands;
+pub mod candidates;
 pub mod chain;
 pub mod cuts;
 pub mod dequantize;
@@ -29,6 +30,16 @@ pub mod tiling;
 pub mod upsample;
 
 pub use search::{Outcome, search};
+
+/// The memos the searches of one model share: chain cuts ([`cuts::Cuts`]) and ranked rounds
+/// ([`candidates::Rounds`]). Neither changes a result; both save repeating work.
+#[derive(Default)]
+pub struct Memos {
+    /// The costs of chain cuts.
+    pub cuts: cuts::Cuts,
+    /// The rounds ranked so far.
+    pub rounds: candidates::Rounds,
+}
 
 use rows::chain::Recompute;
 
@@ -100,7 +111,7 @@ pub struct SplitOptions {
     /// Run the tiles of a chain reading an earlier split's bands as soon as the bands they
     /// read are made (see [`rewrite::BandSources::run_early`]).
     pub early_tiles: bool,
-    /// Without a budget, also try row strips finer than 8 (up to [`search::MAX_STRIPS`]).
+    /// Without a budget, also try row strips finer than 8 (up to [`candidates::MAX_STRIPS`]).
     pub fine_strips: bool,
 }
 

@@ -2,39 +2,27 @@
 //! chain's grid within the MAC allowance, rewrite, re-plan, and keep a rewrite only when the
 //! arena drops; repeat while it helps.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use anyhow::Result;
 
-use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
-use super::cuts::Cuts;
-use super::estimate::{Banding, chain_work, live_bytes, step_operands, strips_work, tiles_work};
+use super::candidates::{Candidate, Cut, Pattern, candidates};
+use super::chain::Chain;
+use super::estimate::{live_bytes, step_operands};
 use super::layout::{Layout, NCHW};
 use super::macs::graph_macs;
 use super::rewrite::{BandSources, Rewritten, rewrite};
 use super::rows::rewrite::{RowCut, rewrite_rows};
 use super::rows::{self, Blocking};
-use super::target::{grade, target};
 use super::tiling::Tiling;
-use super::{Spend, Spent, SplitOptions, TrialPlan};
+use super::{Memos, Spend, SplitOptions, TrialPlan};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitPool, SplitsInfo};
 use crate::onnx::proto::ModelProto;
-use crate::plan::WORK_PER_SECOND;
 
-/// Largest number of tiles along one axis the search tries.
-pub const MAX_TILES: usize = 8;
-/// Largest number of tiles along one axis under a budget.
-const MAX_FINE_TILES: usize = 32;
-/// Most row strips without a budget in a search with [`SplitOptions::fine_strips`]: strips
-/// that stream ([`super::tiling::stream`]) cost no extra MACs, so finer ones only lower the
-/// tiles' working set.
-pub const MAX_STRIPS: usize = 16;
 /// Candidate splits re-planned per round (the best by estimate).
 const TRIALS: usize = 6;
 /// Chains split at most.
 const MAX_CHAINS: usize = 128;
-/// Each round's target ([`target`]) may charge this fraction (1/n) of the search's allowance.
-const TARGET_SHARE: u64 = 4;
 
 /// What the search found: the model to plan (its nodes in execution order) and the record of
 /// the split (empty `chains` when nothing helped, and then `model` is the input model).
@@ -52,18 +40,6 @@ pub struct Outcome {
     pub saw_rows: bool,
 }
 
-/// A candidate: what it cuts, its estimated arena and the estimate of the chain's own part
-/// (which ranks candidates of equal estimates).
-struct Candidate {
-    cut: Cut,
-    /// Whether the chain is one of the target's cover (tried first).
-    covers: bool,
-    start: usize,
-    estimate: u64,
-    inside: u64,
-}
-
-/// What the search lowers, compared in order (see [`score`]).
 type Score = (u64, u64, u64, usize);
 
 /// A trial lowering no score may still be taken on trial when its arena is within this
@@ -97,55 +73,6 @@ fn thins(before: &[u64], after: &[u64]) -> bool {
     after.iter().all(|&b| b <= peak + margin) && near(after) < near(before)
 }
 
-/// A cut's [`Candidate::pattern`]: operators in order, then axes or grid and part count.
-type Pattern = (Vec<String>, Vec<usize>);
-
-/// What a candidate cuts.
-enum Cut {
-    /// A spatial chain into H/W tiles.
-    Tiles(Chain, Tiling),
-    /// A row chain into blocks of rows.
-    Rows(Blocking),
-}
-
-impl Candidate {
-    /// Multiply-accumulates the cut recomputes.
-    fn extra_macs(&self) -> u64 {
-        match &self.cut {
-            Cut::Tiles(_, tiling) => tiling.extra_macs,
-            Cut::Rows(_) => 0,
-        }
-    }
-
-    /// What the cut does, independent of where: its nodes' operators, the axes or grid, and
-    /// the number of parts. Repeated layers cut alike have equal patterns.
-    fn pattern(&self, graph: &crate::ir::Graph) -> Pattern {
-        let (nodes, shape) = match &self.cut {
-            Cut::Tiles(chain, tiling) => (&chain.nodes, tiling.grid.to_vec()),
-            Cut::Rows(b) => {
-                let mut shape = b.chain.axes.clone();
-                shape.push(b.blocks.len());
-                (&b.chain.nodes, shape)
-            }
-        };
-        let ops = nodes.iter().map(|&n| graph.nodes[n].op_type.clone());
-        (ops.collect(), shape)
-    }
-
-    /// Whether the cut recomputes nodes that also stay for readers outside it.
-    fn shares(&self) -> bool {
-        matches!(&self.cut, Cut::Rows(b) if !b.chain.shared.is_empty())
-    }
-
-    /// Nodes of the chain.
-    fn len(&self) -> usize {
-        match &self.cut {
-            Cut::Tiles(chain, _) => chain.nodes.len(),
-            Cut::Rows(b) => b.chain.nodes.len(),
-        }
-    }
-}
-
 /// Runs the search from `first`, the plan of the input model `input`; `plan` plans a rewritten model
 /// (nodes in execution order) the same way, or gives `None` when the search's budget is spent,
 /// and `spend` charges the estimates that rank the candidates to the same budget: the search
@@ -156,7 +83,7 @@ pub fn search(
     first: &TrialPlan,
     options: &SplitOptions,
     plan: &dyn Fn(ModelProto) -> Result<Option<TrialPlan>>,
-    (spend, cuts): (Spend, &Cuts),
+    (spend, memos): (Spend, &Memos),
 ) -> Result<Outcome> {
     let source = &first.model.graph;
     let labels: Vec<(String, String)> = source
@@ -202,7 +129,7 @@ pub fn search(
             allowance - used,
             options,
             aim,
-            (spend, cuts),
+            (spend, &memos.cuts, &memos.rounds),
         );
         let Ok(mut candidates) = found else {
             break;
@@ -519,184 +446,6 @@ pub(super) fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> Model
     g.node = schedule.iter().map(|&i| nodes[i].clone()).collect();
     out
 }
-
-/// Chains around every hot step, each with its best grid within `allowance` extra MACs, best
-/// estimate first: when `aim`ing (without a budget, until a round finds nothing), its
-/// cheapest grid whose estimate of the chain's own peak reaches the plan's target arena
-/// ([`target`]), else (or when no target fits) its grid of the best estimate;
-/// the chains of the target's cover first. The hot steps are those whose operands exceed the
-/// budget, if any do; else those where the plan's live bytes per step (`live`) peak. The
-/// estimates are charged to `spend`.
-fn candidates(
-    planned: &TrialPlan,
-    live: &[u64],
-    origin: &[Option<usize>],
-    allowance: u64,
-    options: &SplitOptions,
-    aim: bool,
-    (spend, cuts): (Spend, &Cuts),
-) -> Result<Vec<Candidate>, Spent> {
-    let budget = options.budget;
-    let graph = &planned.model.graph;
-    let order = &planned.table.schedule;
-    let opset = planned.model.opsets.version("").unwrap_or(1);
-    let peak = live.iter().copied().max().unwrap_or(0);
-    let operands = budget.map(|_| step_operands(graph, &planned.table));
-    let over: Vec<usize> = match (budget, &operands) {
-        (Some(b), Some(operands)) => (0..operands.len()).filter(|&s| operands[s] > b).collect(),
-        _ => Vec::new(),
-    };
-    let peaks: Vec<usize> = (0..live.len()).filter(|&s| live[s] == peak).collect();
-    // Row chains reach far from their step (see `rows::candidates`): under a budget they are
-    // sought around the steps with the most operands only.
-    let (hot, rows_hot) = match &operands {
-        Some(operands) if !over.is_empty() => {
-            let most = over.iter().map(|&s| operands[s]).max().unwrap_or(0);
-            let worst = over
-                .iter()
-                .copied()
-                .filter(|&s| operands[s] == most)
-                .collect();
-            (over, worst)
-        }
-        _ => (peaks.clone(), peaks),
-    };
-    let table = &planned.table;
-    let allowed = |n: usize| origin[n].is_some();
-    let mut found = Vec::new();
-    // Under a budget, finer grids and longer chains too.
-    let tried = grids(budget.is_some(), options.fine_strips);
-    let longest = match budget {
-        Some(_) => MAX_BUDGET_CHAIN_NODES,
-        None => MAX_CHAIN_NODES,
-    };
-    // Without a budget, every chain aims at one target arena (cheapest grid reaching it).
-    let (aimed, mut graded) = match aim {
-        true => {
-            let share = options.search_time.as_secs_f64() * WORK_PER_SECOND as f64;
-            let share = (share / TARGET_SHARE as f64) as u64;
-            let grids = grids(false, options.fine_strips);
-            let found = target(
-                planned,
-                live,
-                (&allowed, options.progressive_bands),
-                &grids,
-                allowance,
-                (spend, cuts),
-                share,
-            )?;
-            (found.target, found.graded)
-        }
-        false => (None, HashMap::new()),
-    };
-    let (target, cover) = aimed.map_or((None, Vec::new()), |(t, cover)| (Some(t), cover));
-    let rank = |estimate: u64, inside: u64, macs: u64| match target {
-        Some(t) if inside <= t => (false, macs, inside, estimate),
-        _ => (true, estimate, inside, macs),
-    };
-    // Whether each chain seen so far has a grid within the allowance.
-    let mut seen: HashMap<[usize; 2], bool> = HashMap::new();
-    for &step in &hot {
-        let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
-            if let Some(&fits) = seen.get(&steps) {
-                return Ok(fits);
-            }
-            if !spend(chain_work(steps[1] - steps[0] + 1)) {
-                return Err(Spent);
-            }
-            let Some(chain) = build() else {
-                return Ok(true);
-            };
-            let grades = match graded.remove(&steps) {
-                Some(g) => g,
-                None => {
-                    let made_by_split = |n: usize| !allowed(n);
-                    let banding = Banding {
-                        made_by_split: &made_by_split,
-                        progressive: options.progressive_bands,
-                    };
-                    let grids = (&tried[..], allowance);
-                    let how = (&banding, cuts);
-                    grade(graph, table, live, &chain, steps, grids, how, spend)?
-                }
-            };
-            // The best by rank, the first of equals in grid order.
-            let best = grades
-                .into_iter()
-                .enumerate()
-                .min_by_key(|(i, g)| (rank(g.estimate, g.inside, g.extra_macs), *i));
-            seen.insert(steps, best.is_some());
-            let Some((_, best)) = best else {
-                return Ok(false);
-            };
-            let n = chain.nodes.len();
-            if !spend(strips_work(n, best.grid) + tiles_work(n, best.grid)) {
-                return Err(Spent);
-            }
-            let tiling = super::tiling::cut_within(graph, &chain, best.grid, allowance)
-                .expect("a graded grid cuts its chain");
-            found.push(Candidate {
-                cut: Cut::Tiles(chain, tiling),
-                covers: cover.contains(&steps),
-                start: steps[0],
-                estimate: best.estimate,
-                inside: best.inside,
-            });
-            Ok(true)
-        };
-        let limits = (longest, opset);
-        walk_chains_around(graph, order, step, &allowed, limits, &mut visit)?;
-    }
-    found.extend(
-        rows::candidates(
-            planned,
-            (live, &rows_hot),
-            &allowed,
-            (options.row_rules, options.recompute, spend),
-        )?
-        .into_iter()
-        .map(|b| Candidate {
-            covers: false,
-            start: b.start,
-            estimate: b.estimate,
-            inside: b.estimate,
-            cut: Cut::Rows(b),
-        }),
-    );
-    found.sort_by_key(|c| {
-        let key = (c.estimate, c.inside, c.extra_macs(), c.start, c.len());
-        (!c.covers, key)
-    });
-    // Chains of one run that differ by a node that changes nothing (estimates and extra MACs
-    // equal) plan alike: the trials go to the first of them and to other chains.
-    found.dedup_by(|b, a| {
-        matches!((&a.cut, &b.cut), (Cut::Tiles(..), Cut::Tiles(..)))
-            && (a.estimate, a.inside, a.extra_macs()) == (b.estimate, b.inside, b.extra_macs())
-    });
-    Ok(found)
-}
-
-/// The grids tried: every grid up to 8×8; under a budget also square grids and row strips up
-/// to 32 (down to single rows of small outputs), otherwise, with `fine_strips`, row strips up
-/// to 16.
-fn grids(fine: bool, fine_strips: bool) -> Vec<[usize; 2]> {
-    let mut list: Vec<[usize; 2]> = (1..=MAX_TILES)
-        .flat_map(|r| (1..=MAX_TILES).map(move |c| [r, c]))
-        .filter(|&[r, c]| r * c > 1)
-        .collect();
-    match fine {
-        true => {
-            for g in MAX_TILES + 1..=MAX_FINE_TILES {
-                list.extend([[g, g], [g, 1]]);
-            }
-        }
-        false if fine_strips => list.extend((MAX_TILES + 1..=MAX_STRIPS).map(|g| [g, 1])),
-        false => {}
-    }
-    list
-}
-
-/// The table's record of one accepted chain.
 fn record(
     chain: &Chain,
     tiling: &Tiling,
