@@ -168,7 +168,8 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
 
 /// A search that meets a round another search ranked takes the ranking from the shared memo
 /// (`split::Memos`), and its course is the same as ranking afresh: the same work charged
-/// before its first trial, the same first trial; and, on half that work, no trial.
+/// before its first trial, the same first trial; and, on half that work, no trial. Grading
+/// chains ahead, side by side, changes neither.
 #[test]
 fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
@@ -189,7 +190,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     let split = SplitOptions::default();
     let memos = Memos::default();
     // Runs the search up to its first trial: the work charged before it, and its model.
-    let until_first_trial = |memos: &Memos| {
+    let until_first_trial = |split: &SplitOptions, memos: &Memos| {
         let spent = Cell::new(0u64);
         let tried = RefCell::new(None);
         let spend = |units: u64| {
@@ -200,13 +201,13 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
             tried.replace(Some((spent.get(), model.encode_to_vec())));
             Ok(None)
         };
-        search(&planned.original, &first, &split, &stop, (&spend, memos)).unwrap();
+        search(&planned.original, &first, split, &stop, (&spend, memos)).unwrap();
         tried
             .into_inner()
             .expect("resnet_small has a candidate to try")
     };
-    let (fresh_work, fresh_trial) = until_first_trial(&memos);
-    let (memo_work, memo_trial) = until_first_trial(&memos);
+    let (fresh_work, fresh_trial) = until_first_trial(&split, &memos);
+    let (memo_work, memo_trial) = until_first_trial(&split, &memos);
     assert!(fresh_work > 0);
     assert_eq!(
         memo_work, fresh_work,
@@ -215,6 +216,17 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     assert!(
         memo_trial == fresh_trial,
         "a remembered round tries another cut"
+    );
+    // Chains graded side by side ahead of the walk: the same work, the same first trial.
+    let ahead = SplitOptions {
+        grade_ahead: true,
+        ..SplitOptions::default()
+    };
+    let (ahead_work, ahead_trial) = until_first_trial(&ahead, &Memos::default());
+    assert_eq!(ahead_work, fresh_work, "grading ahead charged other work");
+    assert!(
+        ahead_trial == fresh_trial,
+        "grading ahead tried another cut"
     );
     // On half the work, with the round remembered: no trial starts.
     let left = Cell::new(fresh_work / 2);

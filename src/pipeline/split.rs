@@ -146,7 +146,7 @@ pub(super) fn plan_split(
     let memos = split::Memos::default();
     // One search of split::SEARCHES on its own meter: its trials and the estimates that rank
     // them draw on it.
-    let run = |search: &split::Search, meter: Meter| -> Result<(split::Outcome, Meter)> {
+    let run = |search: &split::Search, meter: Meter, alone: bool| -> Result<(split::Outcome, Meter)> {
         let meter = RefCell::new(meter);
         let spend = |units: u64| meter.borrow_mut().spend(units);
         let variant = SplitOptions {
@@ -158,6 +158,7 @@ pub(super) fn plan_split(
             progressive_bands: search.progressive_bands,
             early_tiles: search.early_tiles,
             fine_strips: search.fine_strips,
+            grade_ahead: alone,
             ..split_options
         };
         let trial = |model: ModelProto| budgeted_trial(model, search.blockwise, &meter);
@@ -170,7 +171,7 @@ pub(super) fn plan_split(
     // a budget the one that fits, then the smallest arena; the first of equals, in
     // split::SEARCHES order).
     let (first_search, others) = split::SEARCHES.split_first().expect("a first search");
-    let (first_found, first_meter) = run(first_search, split_budget.meter())?;
+    let (first_found, first_meter) = run(first_search, split_budget.meter(), true)?;
     let banded = first_found
         .info
         .chains
@@ -196,7 +197,7 @@ pub(super) fn plan_split(
     let others: Vec<&split::Search> = others.iter().filter(differs).collect();
     let found: Vec<Result<(split::Outcome, Meter)>> = others
         .par_iter()
-        .map(|search| run(search, first_meter.share(1)))
+        .map(|search| run(search, first_meter.share(1), false))
         .collect();
     let mut ended = first_meter.ending();
     let mut outcome = (first_found, first_search.blockwise);

@@ -232,7 +232,7 @@ fn rank(
             let found = target(
                 planned,
                 live,
-                (&allowed, options.progressive_bands),
+                (&allowed, options.progressive_bands, options.grade_ahead),
                 &grids,
                 allowance,
                 (spend, cuts),

@@ -113,6 +113,10 @@ pub struct SplitOptions {
     pub early_tiles: bool,
     /// Without a budget, also try row strips finer than 8 (up to [`candidates::MAX_STRIPS`]).
     pub fine_strips: bool,
+    /// Grade the chains around each step side by side before walking them in turn (see
+    /// [`target::target`]): for a search that runs alone, with cores to spare. It changes
+    /// no result.
+    pub grade_ahead: bool,
 }
 
 /// One search of [`SEARCHES`].
@@ -249,6 +253,7 @@ impl Default for SplitOptions {
             progressive_bands: false,
             early_tiles: false,
             fine_strips: true,
+            grade_ahead: false,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! smallest one whose chains fit the MAC allowance together; so the first chain split does not
 //! spend the allowance that a later peak needs.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use super::TrialPlan;
@@ -14,6 +14,11 @@ use super::tiling::cut_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
 use crate::ir::Graph;
+use rayon::prelude::*;
+
+/// A chain graded ahead of its walk: its grades and the work units each charge took, in
+/// turn; `None` where the walk's window makes no chain.
+type Early = Option<(Vec<Graded>, Vec<u64>)>;
 
 /// One grid of a chain, estimated.
 #[derive(Clone, Copy, Debug)]
@@ -100,12 +105,14 @@ pub struct Aim {
 /// charged to `spend`; once they would
 /// pass `share` units, no lower level is looked at and the answer of the levels done stands
 /// (deep networks of cheap halos, where every chain fits, would otherwise spend the whole
-/// search on ranking).
+/// search on ranking). With `ahead` (a search running alone, with cores to spare), the
+/// chains around each step are graded side by side before the walk takes them in turn: the
+/// same grades, charged the same work in the same order.
 #[allow(clippy::too_many_arguments)]
 pub fn target(
     planned: &TrialPlan,
     live: &[u64],
-    (allowed, progressive): (&dyn Fn(usize) -> bool, bool),
+    (allowed, progressive, ahead): (&(dyn Fn(usize) -> bool + Sync), bool, bool),
     grids: &[[usize; 2]],
     allowance: u64,
     (spend, cuts): (Spend, &Cuts),
@@ -130,8 +137,52 @@ pub fn target(
     let mut chains = Vec::new();
     let mut graded: HashMap<[usize; 2], Vec<Graded>> = HashMap::new();
     let mut answer = None;
+    // A chain's grades (a pure function of the chain, charged to `spend`).
+    let grade_chain = |chain: &Chain, steps: [usize; 2], spend: Spend| {
+        let made_by_split = |n: usize| !allowed(n);
+        let banding = Banding {
+            made_by_split: &made_by_split,
+            progressive,
+        };
+        let how = (&banding, cuts);
+        let limits = (grids, allowance);
+        grade(graph, &planned.table, live, chain, steps, limits, how, spend)
+    };
     'levels: for (i, &level) in levels.iter().enumerate() {
         for step in (0..live.len()).filter(|&s| live[s] == level) {
+            let limits = (MAX_CHAIN_NODES, opset);
+            // The chains around the step not graded yet, graded side by side ahead of the
+            // walk below, which takes them in its order and charges what each grading
+            // charged: the grades and the work are those of grading them in turn (a grading
+            // reads the cuts' memo, whose answers never depend on what is in it). A chain
+            // the walk stops before is graded in vain.
+            let mut unseen: Vec<([usize; 2], Option<Chain>)> = Vec::new();
+            let mut look = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
+                if let Some(g) = graded.get(&steps) {
+                    return Ok::<bool, Spent>(!g.is_empty());
+                }
+                unseen.push((steps, build()));
+                Ok(true)
+            };
+            if ahead {
+                walk_chains_around(graph, order, step, allowed, limits, &mut look)?;
+            }
+            let mut early: HashMap<[usize; 2], Early> = unseen
+                .into_par_iter()
+                .map(|(steps, chain)| {
+                    let graded = chain.map(|chain| {
+                        let charges = RefCell::new(Vec::new());
+                        let record = |units: u64| {
+                            charges.borrow_mut().push(units);
+                            true
+                        };
+                        let g = grade_chain(&chain, steps, &record);
+                        let g = g.expect("a grading charged nothing it cannot spend");
+                        (g, charges.into_inner())
+                    });
+                    (steps, graded)
+                })
+                .collect();
             // Each chain is graded once; one that no grid cuts within the allowance is not
             // grown further back.
             let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
@@ -141,25 +192,23 @@ pub fn target(
                 if !spend(chain_work(steps[1] - steps[0] + 1)) {
                     return Err(Spent);
                 }
-                let Some(chain) = build() else {
-                    return Ok(true);
+                let g = match early.remove(&steps) {
+                    Some(None) => return Ok(true),
+                    Some(Some((g, charges))) => match charges.into_iter().all(spend) {
+                        true => g,
+                        false => return Err(Spent),
+                    },
+                    None => match build() {
+                        Some(chain) => grade_chain(&chain, steps, spend)?,
+                        None => return Ok(true),
+                    },
                 };
-                let table = &planned.table;
-                let made_by_split = |n: usize| !allowed(n);
-                let banding = Banding {
-                    made_by_split: &made_by_split,
-                    progressive,
-                };
-                let limits = (grids, allowance);
-                let how = (&banding, cuts);
-                let g = grade(graph, table, live, &chain, steps, limits, how, spend)?;
                 let costs: Vec<_> = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
                 let fits = !costs.is_empty();
                 chains.push(ChainCost::new(steps, costs));
                 graded.insert(steps, g);
                 Ok(fits)
             };
-            let limits = (MAX_CHAIN_NODES, opset);
             match walk_chains_around(graph, order, step, allowed, limits, &mut visit) {
                 Ok(()) => {}
                 Err(Spent) if capped.get() => break 'levels,
