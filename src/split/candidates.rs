@@ -148,7 +148,9 @@ pub fn candidates(
         aim,
         budget: options.budget,
         fine_strips: options.fine_strips,
-        progressive_bands: options.progressive_bands,
+        // Bands are read only from nodes an earlier split made: before the first split, how
+        // they are estimated changes nothing.
+        progressive_bands: options.progressive_bands && origin.iter().any(Option::is_none),
         row_rules: options.row_rules.to_vec(),
         recompute: options.recompute,
         search_time: options.search_time,
