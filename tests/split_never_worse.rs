@@ -102,20 +102,10 @@ fn the_split_search_stops_on_its_allowance_and_says_so() {
 /// whole search, however many chains and grids a model offers).
 #[test]
 fn the_candidates_estimates_are_charged_to_the_split_allowance() {
-    use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
-    use onnx_memplan::split::{SplitOptions, TrialPlan, search};
+    use onnx_memplan::split::{SplitOptions, search};
     use std::cell::Cell;
 
-    let mut options = Options {
-        schedule: ScheduleChoice::Memory,
-        ..Options::default()
-    };
-    options.infer.dims.insert("batch".into(), 1);
-    let planned = plan_model(&root().join("models/mobilenet_v2.onnx"), &options).unwrap();
-    let first = TrialPlan {
-        model: planned.model.into(),
-        table: planned.table.into(),
-    };
+    let (original, first) = first_plan("mobilenet_v2");
     let split = SplitOptions::default();
     // Unlimited: count what is spent until the first trial, which ends the search.
     let spent = Cell::new(0u64);
@@ -129,7 +119,7 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         Ok(None)
     };
     let outcome = search(
-        &planned.original,
+        &original,
         &first,
         &split,
         &stop_at_trial,
@@ -144,17 +134,13 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
     // Half of that: no trial starts.
     let left = Cell::new(estimates / 2);
     let trials = Cell::new(0);
-    let limited = |units: u64| {
-        let ok = units <= left.get();
-        left.set(left.get().saturating_sub(units));
-        ok
-    };
+    let limited = |units: u64| spend_within(&left, units);
     let count_trial = |_model: onnx_memplan::onnx::proto::ModelProto| {
         trials.set(trials.get() + 1);
         Ok(None)
     };
     let outcome = search(
-        &planned.original,
+        &original,
         &first,
         &split,
         &count_trial,
@@ -172,21 +158,11 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
 /// chains ahead, side by side, changes neither.
 #[test]
 fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
-    use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
-    use onnx_memplan::split::{Memos, SplitOptions, TrialPlan, search};
+    use onnx_memplan::split::{Memos, SplitOptions, search};
     use prost::Message;
     use std::cell::{Cell, RefCell};
 
-    let mut options = Options {
-        schedule: ScheduleChoice::Memory,
-        ..Options::default()
-    };
-    options.infer.dims.insert("batch".into(), 1);
-    let planned = plan_model(&root().join("models/resnet_small.onnx"), &options).unwrap();
-    let first = TrialPlan {
-        model: planned.model.into(),
-        table: planned.table.into(),
-    };
+    let (original, first) = first_plan("resnet_small");
     let split = SplitOptions::default();
     let memos = Memos::default();
     // Runs the search up to its first trial: the work charged before it, and its model.
@@ -201,7 +177,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
             tried.replace(Some((spent.get(), model.encode_to_vec())));
             Ok(None)
         };
-        search(&planned.original, &first, split, &stop, (&spend, memos)).unwrap();
+        search(&original, &first, split, &stop, (&spend, memos)).unwrap();
         tried
             .into_inner()
             .expect("resnet_small has a candidate to try")
@@ -230,23 +206,43 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     );
     // On half the work, with the round remembered: no trial starts.
     let left = Cell::new(fresh_work / 2);
-    let limited = |units: u64| {
-        let ok = units <= left.get();
-        left.set(left.get().saturating_sub(units));
-        ok
-    };
+    let limited = |units: u64| spend_within(&left, units);
     let trials = Cell::new(0);
     let count = |_model: onnx_memplan::onnx::proto::ModelProto| {
         trials.set(trials.get() + 1);
         Ok(None)
     };
-    search(
-        &planned.original,
-        &first,
-        &split,
-        &count,
-        (&limited, &memos),
-    )
-    .unwrap();
+    search(&original, &first, &split, &count, (&limited, &memos)).unwrap();
     assert_eq!(trials.get(), 0, "a remembered round ran past the allowance");
+}
+
+/// A model of models/ planned with `--schedule memory` (batch 1), as the split search starts
+/// from: the input model and its plan.
+fn first_plan(
+    name: &str,
+) -> (
+    onnx_memplan::onnx::proto::ModelProto,
+    onnx_memplan::split::TrialPlan,
+) {
+    use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
+    let mut options = Options {
+        schedule: ScheduleChoice::Memory,
+        ..Options::default()
+    };
+    options.infer.dims.insert("batch".into(), 1);
+    let path = root().join(format!("models/{name}.onnx"));
+    let planned = plan_model(&path, &options).unwrap();
+    let first = onnx_memplan::split::TrialPlan {
+        model: planned.model.into(),
+        table: planned.table.into(),
+    };
+    (planned.original, first)
+}
+
+/// Spends `units` from the allowance `left`, as the search's meter does: false once they
+/// exceed it, and then nothing is left.
+fn spend_within(left: &std::cell::Cell<u64>, units: u64) -> bool {
+    let ok = units <= left.get();
+    left.set(left.get().saturating_sub(units));
+    ok
 }

@@ -27,13 +27,13 @@ const TRIAL_WORK_PER_NODE: u64 = 9_000;
 
 /// Plans with the split stage: the search plans candidates without the advanced modes, as
 /// trials (`Purpose::Trial`: a quicker order search, fewer liveness flips, no verifier, as a
-/// trial is never written); the first (unsplit) plan, which may be written, is planned in full; the chosen
-/// model (nodes in execution order, so its stored order is the plan's) is planned once more
-/// with every option, and verified. The first plan's planners may spend an eighth of the
-/// budget's work and the final plan's the rest, so the two never spend more than the
-/// budget. Each candidate's planners get the same allowance as the first plan's, charged to
-/// the split search's own allowance (`--split-time`), so the last candidates are planned as
-/// well as the first. The trials' safety stop is the split search's deadline, and the final
+/// trial is never written); the first (unsplit) plan, which may be written, is planned in
+/// full; the chosen model (nodes in execution order, so its stored order is the plan's) is
+/// planned once more with every option, and verified. The first plan's planners may spend an
+/// eighth of the budget's work and the final plan's the rest, so the two never spend more
+/// than the budget. Each candidate's planners get the same allowance as the first plan's,
+/// charged to the split search's own allowance (`--split-time`), so the last candidates are
+/// planned as well as the first. The trials' safety stop is the split search's deadline, and the final
 /// plan's is `--time-limit` counted from the end of the search, so no plan's result depends
 /// on the time the search took. Without a mode the result is never larger than the unsplit
 /// plan: the rewrite is dropped when its final plan is not smaller.
@@ -210,6 +210,9 @@ pub(super) fn plan_split(
         }
     }
     let (outcome, blockwise) = outcome;
+    // The memos hold the first plan (ranked rounds keep their plans): free them, so the first
+    // plan is moved out of its Arcs below, not copied.
+    drop(memos);
     let first = Planned {
         original,
         model: Arc::unwrap_or_clone(first_trial.model),
