@@ -21,8 +21,8 @@ it (a data-dependent size above its bound, say) is a failure too. Prints one lin
 failure. `run_in_arena` is what scripts/ort_check.py calls for its step (f).
 
 A table with QDQ node units (`options.qdq` = `units`: tensors of kind `fused`) runs each unit as
-one onnxruntime model: its DequantizeLinear nodes (a DQ that several units read, in each of
-them), its operator and its QuantizeLinear nodes, at the unit's last step. The model reads and
+one onnxruntime model: its DequantizeLinear nodes (a DQ that other nodes read too, in each
+unit reading it, as a copy), its operator and its QuantizeLinear nodes, at the unit's last step. The model reads and
 writes only the unit's integer tensors, at the table's offsets; its float tensors never exist
 outside it.
 
@@ -212,14 +212,17 @@ def run_order(model: onnx.ModelProto, table: dict) -> list[int]:
 
 def qdq_units(model: onnx.ModelProto, table: dict) -> dict[int, tuple[str, list[int], list[str]]]:
     """The QDQ units of a table, by the schedule step they run at (the last of their nodes):
-    (name, node indices, the integer tensors they write). A unit's operator is a node reading a
-    `fused` tensor that is not a QuantizeLinear; its nodes are the DQs writing its fused inputs,
-    itself and the Qs reading its fused outputs."""
+    (name, node indices, the integer tensors they write). A unit's operator is a node other
+    than a Q or DQ that reads or writes a `fused` tensor; its nodes are the DQs writing its
+    inputs (each unit runs its own copy of a DQ that other nodes read too, as onnxruntime
+    does), itself and the Qs reading its fused outputs. A unit writes only what its operator
+    and Qs write outside it."""
     fused = {t["name"] for t in table.get("tensors", []) if t.get("kind") == "fused"}
     if not fused:
         return {}
     nodes = model.graph.node
     producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    outputs = {o.name for o in model.graph.output}
     readers: dict[str, list[int]] = {}
     for i, n in enumerate(nodes):
         for x in n.input:
@@ -227,12 +230,14 @@ def qdq_units(model: onnx.ModelProto, table: dict) -> dict[int, tuple[str, list[
     step = {n: s for s, n in enumerate(run_order(model, table))}
     units = {}
     for i, n in enumerate(nodes):
-        if n.op_type == "QuantizeLinear" or not any(x in fused for x in n.input):
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear") \
+                or not any(x in fused for x in list(n.input) + list(n.output)):
             continue
-        dqs = [producer[x] for x in n.input if x in fused]
+        dqs = [producer[x] for x in n.input if x in producer and x not in outputs
+               and nodes[producer[x]].op_type == "DequantizeLinear"]
         qs = [q for o in n.output if o in fused for q in readers.get(o, [])]
         members = sorted(set(dqs + [i] + qs), key=lambda m: step[m])
-        writes = [o for m in members for o in nodes[m].output if o and o not in fused]
+        writes = [o for m in [i] + qs for o in nodes[m].output if o and o not in fused]
         units[max(step[m] for m in [i] + qs)] = (n.name or f"#{i}", members, writes)
     return units
 
@@ -273,7 +278,11 @@ def _execute(model, table, feeds, runner: NodeRunner, arenas: Arenas | None, wat
     schedule = run_order(model, table)
     # The reference run (private buffers) runs every node literally.
     units = qdq_units(model, table) if arenas is not None else {}
-    in_unit = {m for _, members, _ in units.values() for m in members}
+    # A unit's DQ whose output is planned (other nodes read it too) also runs at its own step.
+    fused = {t["name"] for t in table.get("tensors", []) if t.get("kind") == "fused"}
+    in_unit = {m for _, members, _ in units.values() for m in members
+               if graph.node[m].op_type != "DequantizeLinear"
+               or any(o in fused for o in graph.node[m].output)}
     for step, index in enumerate(schedule):
         node = graph.node[index]
         values = {}

@@ -121,6 +121,7 @@ def bit_identical(a: str, b: str) -> bool:
 
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
     so.log_severity_level = 3
     x = np.random.default_rng(7).standard_normal((1, 3, 224, 224)).astype(np.float32)
     outs = [ort.InferenceSession(m, so, providers=["CPUExecutionProvider"]).run(None, {"input": x})

@@ -56,7 +56,7 @@ import onnx
 import onnxruntime as ort
 from onnx import helper
 
-from arena_run import run_in_arena, subgraph_reads
+from arena_run import qdq_units, run_in_arena, subgraph_reads
 
 RUNTIME_KINDS = ("input", "output", "intermediate")
 MAX_LIST = 25  # mismatches printed per category
@@ -685,12 +685,24 @@ def check_table_plan(model, table, res):
                                         f"produced (step {producer_step[i]})")
         available |= {o for o in nd.output if o}
 
-    # -- lifetimes recomputed from the schedule
+    # -- lifetimes recomputed from the schedule. A QDQ unit (options.qdq = units) runs its own
+    # copy of each DQ feeding its operator: it reads what the DQ reads, until its last step,
+    # and not the DQ's output.
+    copied = {}
     last_read = {}
+    for at, (_, members, _) in qdq_units(model, table).items():
+        dqs = [m for m in members if g.node[m].op_type == "DequantizeLinear"]
+        ops = [m for m in members if g.node[m].op_type not in ("DequantizeLinear", "QuantizeLinear")]
+        for op in ops:
+            copied.setdefault(op, set()).update(o for d in dqs for o in g.node[d].output)
+        for d in dqs:
+            for i in node_reads(g.node[d]):
+                last_read[i] = max(last_read.get(i, -1), at)
     for idx in range(n):
         s = step_of_node[idx]
         for i in node_reads(g.node[idx]):
-            last_read[i] = max(last_read.get(i, -1), s)
+            if i not in copied.get(idx, ()):
+                last_read[i] = max(last_read.get(i, -1), s)
     wider = 0
     for nm, t in by_name.items():
         if t.get("kind") not in RUNTIME_KINDS or nm not in expected:

@@ -136,6 +136,85 @@ fn a_chain_of_units_is_planned_at_its_integer_sizes() {
     assert_verifies(&path, &dir.path().join("literal.memplan.json"));
 }
 
+/// MobileNetV3's hard-swish as onnxruntime's QDQ quantizer writes it: x → Q → x_q [1,8,8,8]
+/// uint8 → DQ_x → d_x, read by a HardSigmoid that forms no unit and by the Mul unit
+/// {DQ_h, Mul, Q_m}: HardSigmoid(d_x) → Q → h_q → DQ_h → Mul(d_x, d_h) → Q → m_q → DQ → y.
+fn hard_swish() -> ModelProto {
+    let nodes = vec![
+        node("QuantizeLinear", &["x", "s", "z"], &["x_q"]),
+        node("DequantizeLinear", &["x_q", "s", "z"], &["d_x"]),
+        node("HardSigmoid", &["d_x"], &["h"]),
+        node("QuantizeLinear", &["h", "s", "z"], &["h_q"]),
+        node("DequantizeLinear", &["h_q", "s", "z"], &["d_h"]),
+        node("Mul", &["d_x", "d_h"], &["m"]),
+        node("QuantizeLinear", &["m", "s", "z"], &["m_q"]),
+        node("DequantizeLinear", &["m_q", "s", "z"], &["y"]),
+    ];
+    model(GraphProto {
+        name: Some("hard_swish".into()),
+        node: nodes,
+        initializer: vec![
+            raw_init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
+            raw_init("z", &[], 2, vec![128]),
+        ],
+        input: vec![float_info("x", &[1, 8, 8, 8])],
+        output: vec![float_info("y", &[1, 8, 8, 8])],
+        ..Default::default()
+    })
+}
+
+/// Worked by hand. onnxruntime copies a DQ for each of its readers, so the Mul unit (steps
+/// 4–6) reads its own copy of DQ_x: x_q lives until the unit ends, while d_x, which DQ_x
+/// still makes for the HardSigmoid, is planned and dies at step 2. Bytes [first, last]:
+///   x 2048 [0,0], x_q 512 [0,6], d_x 2048 [1,2], h 2048 [2,3] (in place of d_x, which dies
+///   at its step), h_q 512 [3,6], m_q 512 [4,7], y 2048 [7,7]; d_h and m are fused.
+/// Live per step: 0: 2560; 1: 2560; 2: 512 + 2048 = 2560; 3: 512 + 2048 + 512 = 3072;
+/// 4–6: 1536; 7: 2560. Arena = bound = 3072. Had the Mul read d_x itself, d_x would live to
+/// step 6 and step 3 would hold 512 + 2048 + 2048 + 512 = 5120.
+#[test]
+fn a_unit_reads_its_own_copy_of_a_dq_that_a_literal_node_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table_path) = plan_written(dir.path(), "hswish", &hard_swish(), &[]);
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    assert_eq!(table["arenas"][0]["bytes"], 3072);
+    assert_eq!(table["stats"]["lower_bound_bytes"], 3072);
+    for (name, kind, first, last) in [
+        ("x_q", "intermediate", 0, 6),
+        ("d_x", "intermediate", 1, 2),
+        ("h", "intermediate", 2, 3),
+        ("h_q", "intermediate", 3, 6),
+        ("m_q", "intermediate", 4, 7),
+    ] {
+        let t = entry(&table, name);
+        assert_eq!(t["kind"], kind, "{name}");
+        assert_eq!(
+            (t["first"].as_u64(), t["last"].as_u64()),
+            (Some(first), Some(last)),
+            "{name}"
+        );
+    }
+    for name in ["d_h", "m"] {
+        let t = entry(&table, name);
+        assert_eq!(
+            (&t["kind"], &t["node_unit"]),
+            (&"fused".into(), &"Mul_m".into())
+        );
+    }
+    assert_verifies(&path, &table_path);
+    // x_q cut short at the HardSigmoid's Q, as if the unit read d_x: the verifier derives the
+    // copy itself and refuses it.
+    let mut bad = table.clone();
+    for e in bad["tensors"].as_array_mut().unwrap() {
+        if e["name"] == "x_q" {
+            e["last"] = 3.into();
+        }
+    }
+    let bad_path = dir.path().join("bad.json");
+    std::fs::write(&bad_path, serde_json::to_string(&bad).unwrap()).unwrap();
+    assert_verify_refuses(&path, &bad_path, "x_q");
+}
+
 /// The summary counts the Q/DQ nodes outside every unit: the input's Q and the output's DQ.
 #[test]
 fn the_summary_counts_the_nodes_run_literally() {

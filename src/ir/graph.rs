@@ -198,11 +198,12 @@ pub struct NodeUnit {
     /// The operator node.
     pub op: NodeId,
     /// Every node of the unit: its DQ nodes, the operator, its Q nodes (they run as one
-    /// contiguous span). A DQ whose output several units read is in none of them.
+    /// contiguous span). A DQ whose output several nodes read is in none of them.
     pub nodes: Vec<NodeId>,
-    /// The DQ nodes whose output this unit reads along with other units (onnxruntime gives
-    /// each unit its own copy of such a DQ): each runs at a step of its own and materialises
-    /// nothing; its output is internal to every unit reading it.
+    /// The DQ nodes whose output this unit reads along with other nodes (onnxruntime gives
+    /// each reader its own copy of such a DQ): the unit reads the DQ's integer input. Each
+    /// runs at a step of its own; its output is internal to every unit reading it when only
+    /// units read it, and otherwise a planned tensor that the nodes outside units read.
     pub shared: Vec<NodeId>,
     /// The float tensors inside the unit.
     pub internal: Vec<ValueId>,

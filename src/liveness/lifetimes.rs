@@ -71,12 +71,17 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
             fused[v] = true;
         }
     }
-    // A DQ shared by several units materialises nothing: what it reads lives until the last
-    // unit reading its output ends.
+    // A unit reads its own copy of a shared DQ: what the DQ reads lives until the last unit
+    // reading its output ends, and the DQ's output (planned when nodes outside units read
+    // it) lives only for those nodes.
+    let mut copy_readers: Vec<Vec<NodeId>> = vec![Vec::new(); graph.values.len()];
     for unit in &graph.units {
         let end = unit.nodes.iter().map(|&n| span[n].1).max().unwrap_or(0);
         for &dq in &unit.shared {
             span[dq].1 = span[dq].1.max(end);
+            if let Some(v) = graph.nodes[dq].outputs.first().copied().flatten() {
+                copy_readers[v].push(unit.op);
+            }
         }
     }
     let last_step = order.len().saturating_sub(1);
@@ -99,6 +104,7 @@ pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
         let mut last = value
             .consumers
             .iter()
+            .filter(|c| !copy_readers[id].contains(c))
             .map(|&c| span[c].1)
             .max()
             .unwrap_or(first)

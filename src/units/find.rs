@@ -6,9 +6,11 @@ use super::table::{
 use crate::ir::{DType, Graph, NodeId, NodeUnit, ValueId};
 
 /// Every node unit of the graph, in the order of their operators in the stored order. A DQ
-/// read by several operators joins each of their units (as onnxruntime's
-/// `EnsureUniqueDQForNodeUnit` copies it for each) when every reader forms a unit with it;
-/// otherwise the units reading it are dropped, until no unit reads a DQ that way.
+/// read by several nodes is copied for each reader, as onnxruntime's
+/// `EnsureUniqueDQForNodeUnit` does: each unit reading it holds a copy (the DQ is in its
+/// `shared`), and when a reader outside every unit reads it too, the DQ also runs literally
+/// for that reader, so its float output is a planned tensor rather than an internal one. A
+/// unit left with no internal tensor is dropped (it would run as written), until none is.
 pub fn find_units(graph: &Graph) -> Vec<NodeUnit> {
     let mut units: Vec<NodeUnit> = (0..graph.nodes.len())
         .filter_map(|n| unit_at(graph, n))
@@ -16,16 +18,24 @@ pub fn find_units(graph: &Graph) -> Vec<NodeUnit> {
     loop {
         let mut is_op = vec![false; graph.nodes.len()];
         units.iter().for_each(|u| is_op[u.op] = true);
-        let kept = units.len();
-        units.retain(|u| {
-            u.shared.iter().all(|&dq| {
+        for u in &mut units {
+            let literal = |&dq: &NodeId| {
                 graph.nodes[dq]
                     .outputs
                     .iter()
                     .flatten()
-                    .all(|&v| graph.values[v].consumers.iter().all(|&c| is_op[c]))
-            })
-        });
+                    .any(|&v| graph.values[v].consumers.iter().any(|&c| !is_op[c]))
+            };
+            let read_literally: Vec<ValueId> = u
+                .shared
+                .iter()
+                .filter(|dq| literal(dq))
+                .filter_map(|&dq| graph.nodes[dq].outputs.first().copied().flatten())
+                .collect();
+            u.internal.retain(|v| !read_literally.contains(v));
+        }
+        let kept = units.len();
+        units.retain(|u| !u.internal.is_empty());
         if units.len() == kept {
             return units;
         }

@@ -49,12 +49,19 @@ pub fn has_qdq(graph: &Graph) -> bool {
         .any(|n| table::is_q(n) || table::is_dq(n))
 }
 
-/// The Q and DQ nodes outside every unit: those that run literally.
+/// The Q and DQ nodes that run literally: those outside every unit, and the shared DQs that
+/// nodes outside units read too (the units hold copies of them).
 pub fn literal_qdq_nodes(graph: &Graph) -> usize {
     let mut in_unit = vec![false; graph.nodes.len()];
     for u in &graph.units {
-        for &n in u.nodes.iter().chain(&u.shared) {
+        for &n in &u.nodes {
             in_unit[n] = true;
+        }
+        for &dq in &u.shared {
+            let out = graph.nodes[dq].outputs.first().copied().flatten();
+            if out.is_some_and(|v| u.internal.contains(&v)) {
+                in_unit[dq] = true;
+            }
         }
     }
     graph

@@ -51,7 +51,8 @@ pub fn check_schedule(
 
 /// The lifetime `[first, last]` of a value under the schedule, derived directly from the graph;
 /// the outputs of the `scatters` are written before the first step, and a node of a QDQ unit
-/// writes at its unit's first step and reads until its last.
+/// writes at its unit's first step and reads until its last (a unit reading its own copy of a
+/// shared DQ does not read the DQ's output).
 pub fn lifetime(
     graph: &Graph,
     value: &Value,
@@ -65,7 +66,11 @@ pub fn lifetime(
         _ => 0,
     };
     let mut last = first;
+    let copies = graph.value_id(&value.name).and_then(|v| units.copies.get(&v));
     for &c in &value.consumers {
+        if copies.is_some_and(|readers| readers.contains(&c)) {
+            continue;
+        }
         last = last.max(span(c).1);
     }
     if value.is_output {

@@ -15,6 +15,9 @@ pub struct UnitFacts {
     pub span: HashMap<NodeId, (usize, usize)>,
     /// For each float tensor inside a unit, the unit's name.
     pub internal: HashMap<ValueId, String>,
+    /// For each shared DQ's output, the unit operators reading their own copy of that DQ
+    /// instead of it.
+    pub copies: HashMap<ValueId, Vec<NodeId>>,
 }
 
 /// One derived unit.
@@ -27,21 +30,26 @@ struct Derived {
     internal: Vec<ValueId>,
 }
 
-/// The units of the graph: every match, less those reading a shared DQ that some reader
-/// outside every unit also reads, repeated until none is dropped.
+/// The units of the graph: every match, each reading its own copy of a DQ that other nodes
+/// read too. A DQ output that a node outside every unit reads is not internal to the units
+/// holding copies; a unit left with no internal tensor runs as written. Repeated until no
+/// unit is dropped.
 fn derive_all(graph: &Graph) -> Vec<Derived> {
     let mut units: Vec<Derived> = (0..graph.nodes.len())
         .filter_map(|n| derive(graph, n))
         .collect();
     loop {
         let ops: std::collections::HashSet<NodeId> = units.iter().map(|u| u.op).collect();
-        let before = units.len();
-        units.retain(|u| {
-            u.shared.iter().all(|&dq| {
+        for u in &mut units {
+            for &dq in &u.shared {
                 let out = graph.nodes[dq].outputs[0].expect("a DQ output");
-                graph.values[out].consumers.iter().all(|c| ops.contains(c))
-            })
-        });
+                if graph.values[out].consumers.iter().any(|c| !ops.contains(c)) {
+                    u.internal.retain(|&v| v != out);
+                }
+            }
+        }
+        let before = units.len();
+        units.retain(|u| !u.internal.is_empty());
         if units.len() == before {
             return units;
         }
@@ -114,6 +122,8 @@ pub fn check_units(
         for &dq in &unit.shared {
             let span = facts.span.entry(dq).or_insert((steps[dq], steps[dq]));
             span.1 = span.1.max(end);
+            let out = graph.nodes[dq].outputs[0].expect("a DQ output");
+            facts.copies.entry(out).or_default().push(unit.op);
         }
     }
     facts
