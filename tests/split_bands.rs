@@ -20,8 +20,8 @@ mod common;
 
 use common::{
     assert_never_whole, assert_verifies, compare_in_onnxruntime, conv3x3, cut_reading_split1,
-    float_info, model, node, plan_written, read_table, rows_of_16_wide, wave_init, write_model,
-    writer,
+    float_info, model, node, plan_written, raw_init, read_table, rows_of_16_wide, wave_init,
+    write_model, writer,
 };
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::split::rewrite::Rewritten;
@@ -58,8 +58,19 @@ fn split_twice(
     (b, grid_b): (&[&str], [usize; 2]),
     early: bool,
 ) -> (PathBuf, ModelProto, Rewritten) {
+    split_twice_model(dir, &two_blocks(), (a, grid_a), (b, grid_b), early)
+}
+
+/// [`split_twice`] on another model of two blocks.
+fn split_twice_model(
+    dir: &Path,
+    blocks: &ModelProto,
+    (a, grid_a): (&[&str], [usize; 2]),
+    (b, grid_b): (&[&str], [usize; 2]),
+    early: bool,
+) -> (PathBuf, ModelProto, Rewritten) {
     let original = dir.join("two_blocks.onnx");
-    write_model(&two_blocks(), &original);
+    write_model(blocks, &original);
     let once = cut_reading_split1(&original, (a, grid_a), "split1", false);
     assert!(once.dropped.is_empty() && once.unsliced.is_empty());
     let split1 = dir.join("two_blocks.split1.onnx");
@@ -215,6 +226,48 @@ fn tiles_reading_bands_run_as_soon_as_their_bands_are_made() {
         );
     }
     // Planned in that order, the table verifies and onnxruntime agrees.
+    let (split, table) = plan_written(dir.path(), "two_blocks.early", &twice.model, &[]);
+    assert_verifies(&split, &table);
+    let annotated = dir.path().join("two_blocks.early.memplan.onnx");
+    compare_in_onnxruntime(&original, &annotated);
+}
+
+/// The two blocks with the second Conv's weight dequantized from int8 by a node stored just
+/// before that Conv, as a planned QDQ model runs a weight's DequantizeLinear with its unit.
+fn two_blocks_with_a_dequantized_weight() -> ModelProto {
+    let mut m = two_blocks();
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.retain(|t| t.name() != "w2");
+    let w2: Vec<u8> = (0..4 * 4 * 9).map(|i| ((i * 37) % 181) as u8).collect();
+    g.initializer.push(raw_init("w2_q", &[4, 4, 3, 3], 3, w2));
+    g.initializer
+        .push(raw_init("w2_s", &[], 1, 0.01f32.to_le_bytes().to_vec()));
+    g.node
+        .insert(2, node("DequantizeLinear", &["w2_q", "w2_s"], &["w2"]));
+    m
+}
+
+/// Worked by hand as the test above: tile 0 of the second block reads band 0 only, so it runs
+/// before the first block's tile 1, though the weight it reads is made by a node stored after
+/// that tile. That node reads constants alone: the rewrite runs it first instead of holding
+/// the tiles back.
+#[test]
+fn a_weight_made_from_constants_holds_no_tile_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = (&["c1", "y1"][..], [2, 1]);
+    let second = (&["c2", "r2", "y"][..], [4, 1]);
+    let blocks = two_blocks_with_a_dequantized_weight();
+    let (original, once, twice) = split_twice_model(dir.path(), &blocks, first, second, true);
+    let bands = writer(&once, "y1").input.clone();
+    let g = twice.model.graph.as_ref().unwrap();
+    let at = |output: &str| {
+        g.node
+            .iter()
+            .position(|n| n.output.iter().any(|o| o == output))
+            .unwrap_or_else(|| panic!("no node makes {output}"))
+    };
+    assert_eq!(at("w2"), 0, "the weight's DequantizeLinear runs first");
+    assert!(at(&bands[0]) < at("y/split2/t0_0") && at("y/split2/t0_0") < at("c1/split1/t1_0"));
     let (split, table) = plan_written(dir.path(), "two_blocks.early", &twice.model, &[]);
     assert_verifies(&split, &table);
     let annotated = dir.path().join("two_blocks.early.memplan.onnx");

@@ -15,7 +15,7 @@ use super::region::{Region, Span, area, full};
 use super::rules::{Rule, shape_of};
 use super::tiling::{TileRef, Tiling, first_row_read};
 use super::upsample::{Upsample, UpsampleKind};
-use crate::ir::{Graph, Node, NodeId};
+use crate::ir::{Graph, Node, NodeId, ValueKind};
 use crate::onnx::proto::{ModelProto, NodeProto};
 
 /// A model with chains split (one, or several repeated layers cut alike).
@@ -309,8 +309,8 @@ pub fn rewrite(
     }
     // Tiles reading an earlier split's bands run as soon as the bands they read are made, so
     // they take those bands' bytes while the earlier chain's later tiles still run.
-    let early = match !sources.run_early || concats.is_empty() || !scatters.is_empty() {
-        true => Vec::new(),
+    let (early, hoisted) = match !sources.run_early || concats.is_empty() || !scatters.is_empty() {
+        true => (Vec::new(), Vec::new()),
         false => run_early(&mut b, &tile_starts, graph, order, end),
     };
     // The chain's output, when only earlier splits' Slices read it, is never assembled: each
@@ -370,7 +370,8 @@ pub fn rewrite(
         .chain(late)
         .chain(pool_rewrites)
         .collect();
-    let (mut model, kept, mut glue) = splice(proto, order, rewrites, &replaced, &internal);
+    let (mut model, mut kept, mut glue) = splice(proto, order, rewrites, &replaced, &internal);
+    hoist(&mut model, &mut kept, &hoisted);
     if !renamed.is_empty() {
         let g = model.graph.as_mut().expect("a loaded model has a graph");
         for input in g.node.iter_mut().flat_map(|n| n.input.iter_mut()) {
@@ -402,39 +403,70 @@ pub fn rewrite(
 /// Moves each tile's nodes (from `starts[t]` on in `b`, up to the next tile's) into a rewrite
 /// of its own, at the step just after the last step of `order` making a tensor it reads (its
 /// bands of an earlier split, the tensors it reads whole), no earlier than the tile before it
-/// and no later than `end`, the chain's own step.
+/// and no later than `end`, the chain's own step. A tensor made from constants alone (a
+/// weight's DequantizeLinear) holds no tile back: its node is returned, to run first.
 fn run_early(
     b: &mut Glue,
     starts: &[usize],
     graph: &Graph,
     order: &[NodeId],
     end: usize,
-) -> Vec<(usize, Glue)> {
-    let mut made_at: HashMap<&str, usize> = HashMap::new();
+) -> (Vec<(usize, Glue)>, Vec<NodeId>) {
+    let mut made_at: HashMap<&str, (usize, NodeId)> = HashMap::new();
     for (step, &n) in order.iter().enumerate() {
         for &v in graph.nodes[n].outputs.iter().flatten() {
-            made_at.insert(graph.values[v].name.as_str(), step);
+            made_at.insert(graph.values[v].name.as_str(), (step, n));
         }
     }
     let mut tiles: Vec<Glue> = starts.iter().rev().map(|&from| b.detach(from)).collect();
     tiles.reverse();
     let mut step = 0;
     let mut made_by_tiles: HashSet<String> = HashSet::new();
+    let mut hoisted = Vec::new();
     let mut placed = Vec::with_capacity(tiles.len());
     for tile in tiles {
         for node in &tile.nodes {
             for input in &node.input {
-                if !made_by_tiles.contains(input)
-                    && let Some(&at) = made_at.get(input.as_str())
-                {
-                    step = step.max(at + 1);
+                if made_by_tiles.contains(input) {
+                    continue;
+                }
+                match made_at.get(input.as_str()) {
+                    Some(&(_, n)) if reads_constants_only(graph, n) => hoisted.push(n),
+                    Some(&(at, _)) => step = step.max(at + 1),
+                    None => {}
                 }
             }
             made_by_tiles.extend(node.output.iter().cloned());
         }
         placed.push((step.min(end), tile));
     }
-    placed
+    hoisted.sort_unstable();
+    hoisted.dedup();
+    (placed, hoisted)
+}
+
+/// Node `n` reads only initializers and constants (and makes no graph output).
+fn reads_constants_only(graph: &Graph, n: NodeId) -> bool {
+    let node = &graph.nodes[n];
+    node.inputs.iter().flatten().all(|&v| {
+        let value = &graph.values[v];
+        value.producer.is_none() && (value.kind == ValueKind::Initializer || value.constant.is_some())
+    }) && node.outputs.iter().flatten().all(|&v| !graph.values[v].is_output)
+}
+
+/// Moves the `nodes` (old ids, as `kept` maps the new nodes to them) to the front of the
+/// model, in their order there: they read constants alone, so any order keeps the graph
+/// topological.
+fn hoist(model: &mut ModelProto, kept: &mut Vec<Option<usize>>, nodes: &[NodeId]) {
+    if nodes.is_empty() {
+        return;
+    }
+    let g = model.graph.as_mut().expect("a loaded model has a graph");
+    let (front, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut g.node)
+        .into_iter()
+        .zip(std::mem::take(kept))
+        .partition(|(_, k)| k.is_some_and(|old| nodes.contains(&old)));
+    (g.node, *kept) = front.into_iter().chain(rest).unzip();
 }
 
 /// A streamed chain node after a tile: its position in the chain, the first row of it later
