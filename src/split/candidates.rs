@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
-use super::cuts::{Cuts, lock};
+use super::cuts::{Cuts, NodeKeys, lock};
 use super::estimate::{Banding, chain_work, step_operands, strips_work, tiles_work};
 use super::rows::chain::Recompute;
 use super::rows::rules::RuleSet;
@@ -218,6 +218,7 @@ fn rank(
     };
     let table = &planned.table;
     let allowed = |n: usize| origin[n].is_some();
+    let keys = NodeKeys::new(graph);
     let mut found = Vec::new();
     // Under a budget, finer grids and longer chains too.
     let tried = grids(budget.is_some(), options.fine_strips);
@@ -237,7 +238,7 @@ fn rank(
                 (&allowed, options.progressive_bands, options.grade_ahead),
                 &grids,
                 allowance,
-                (spend, cuts),
+                (spend, cuts, &keys),
                 share,
             )?;
             (found.target, found.graded)
@@ -271,7 +272,7 @@ fn rank(
                         progressive: options.progressive_bands,
                     };
                     let grids = (&tried[..], allowance);
-                    let how = (&banding, cuts);
+                    let how = (&banding, cuts, &keys);
                     grade(graph, table, live, &chain, steps, grids, how, spend)?
                 }
             };

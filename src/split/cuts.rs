@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use prost::Message;
 
@@ -60,15 +60,6 @@ impl Hash for Signature {
     }
 }
 
-impl From<Vec<u8>> for Signature {
-    fn from(bytes: Vec<u8>) -> Self {
-        // A fixed hasher: the hash only places keys in the memo, it never orders a result.
-        let hash = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default()
-            .hash_one(&bytes);
-        Signature(Arc::new((hash, bytes.into())))
-    }
-}
-
 /// A chain's signature and a grid.
 type Key = (Signature, [usize; 2]);
 
@@ -79,22 +70,46 @@ pub struct Cuts {
     memo: Mutex<HashMap<Key, Cached>>,
 }
 
-impl Cuts {
-    /// The key of a chain's cuts in `graph`: everything a cut or its estimate reads, without
-    /// indices. Every variable-length part is preceded by its length, so two chains share a
-    /// key only when they are alike.
-    pub fn signature(graph: &Graph, chain: &Chain) -> Signature {
-        let mut key = Vec::with_capacity(64 * chain.nodes.len());
-        let put = |bytes: &[u8], key: &mut Vec<u8>| {
-            key.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-            key.extend_from_slice(bytes);
-        };
-        let header = format!(
-            "{:?}|{:?}|{:?}|{:?}|{}|{:?}",
-            chain.rules, chain.reads, chain.layouts, chain.grids, chain.last, chain.extra
-        );
-        put(header.as_bytes(), &mut key);
-        let value = |v: Option<usize>, key: &mut Vec<u8>| {
+/// The part of a chain's signature each node of one graph contributes (its operator,
+/// attributes and the element types and shapes of its inputs and outputs), with its hash:
+/// made on a node's first use, then shared by every chain through it (a round signs tens of
+/// thousands of chains over the same few hundred nodes).
+pub struct NodeKeys<'g> {
+    graph: &'g Graph,
+    parts: Vec<OnceLock<(u64, Box<[u8]>)>>,
+}
+
+impl<'g> NodeKeys<'g> {
+    /// No part made yet for `graph`'s nodes.
+    pub fn new(graph: &'g Graph) -> Self {
+        NodeKeys {
+            graph,
+            parts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// Node `n`'s part and its hash.
+    fn of(&self, n: usize) -> &(u64, Box<[u8]>) {
+        self.parts[n].get_or_init(|| {
+            let bytes = node_part(self.graph, n);
+            (fixed_hash(&bytes), bytes.into())
+        })
+    }
+}
+
+/// Node `n`'s part of a signature; every variable-length part preceded by its length.
+fn node_part(graph: &Graph, n: usize) -> Vec<u8> {
+    let mut key = Vec::with_capacity(64);
+    let node = &graph.nodes[n];
+    put(node.domain.as_bytes(), &mut key);
+    put(node.op_type.as_bytes(), &mut key);
+    key.extend_from_slice(&(node.attributes.len() as u64).to_le_bytes());
+    for attribute in &node.attributes {
+        put(&attribute.encode_to_vec(), &mut key);
+    }
+    for values in [&node.inputs, &node.outputs] {
+        key.extend_from_slice(&(values.len() as u64).to_le_bytes());
+        for &v in values {
             let typed = v.and_then(|v| graph.values[v].tensor_type());
             let dims = v.and_then(|v| shape_of(graph, v));
             key.push(u8::from(typed.is_some()));
@@ -106,21 +121,41 @@ impl Cuts {
             key.extend_from_slice(&(dims.len() as u64).to_le_bytes());
             dims.iter()
                 .for_each(|d| key.extend_from_slice(&d.to_le_bytes()));
-        };
-        for &n in &chain.nodes {
-            let node = &graph.nodes[n];
-            put(node.domain.as_bytes(), &mut key);
-            put(node.op_type.as_bytes(), &mut key);
-            key.extend_from_slice(&(node.attributes.len() as u64).to_le_bytes());
-            for attribute in &node.attributes {
-                put(&attribute.encode_to_vec(), &mut key);
-            }
-            for values in [&node.inputs, &node.outputs] {
-                key.extend_from_slice(&(values.len() as u64).to_le_bytes());
-                values.iter().for_each(|&v| value(v, &mut key));
-            }
         }
-        key.into()
+    }
+    key
+}
+
+/// `bytes` preceded by their length.
+fn put(bytes: &[u8], key: &mut Vec<u8>) {
+    key.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    key.extend_from_slice(bytes);
+}
+
+/// A hash with fixed keys: it only places keys in the memo, it never orders a result.
+fn fixed_hash<T: Hash + ?Sized>(value: &T) -> u64 {
+    std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(value)
+}
+
+impl Cuts {
+    /// The key of a chain's cuts in its graph (`keys`'): everything a cut or its estimate
+    /// reads, without indices: the chain's rules, reads, layouts and grids, then each node's
+    /// part ([`NodeKeys`]). Every variable-length part is preceded by its length, so two
+    /// chains share a key only when they are alike.
+    pub fn signature(keys: &NodeKeys, chain: &Chain) -> Signature {
+        let header = format!(
+            "{:?}|{:?}|{:?}|{:?}|{}|{:?}",
+            chain.rules, chain.reads, chain.layouts, chain.grids, chain.last, chain.extra
+        );
+        let parts: Vec<&(u64, Box<[u8]>)> = chain.nodes.iter().map(|&n| keys.of(n)).collect();
+        let mut bytes =
+            Vec::with_capacity(8 + header.len() + parts.iter().map(|p| p.1.len()).sum::<usize>());
+        put(header.as_bytes(), &mut bytes);
+        parts.iter().for_each(|p| bytes.extend_from_slice(&p.1));
+        let hashes: Vec<u64> = std::iter::once(fixed_hash(header.as_bytes()))
+            .chain(parts.iter().map(|p| p.0))
+            .collect();
+        Signature(Arc::new((fixed_hash(&hashes[..]), bytes.into())))
     }
 
     /// The [`Cost`] of [`super::tiling::cut_within`] of the chain whose [`Cuts::signature`] is

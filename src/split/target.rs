@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::TrialPlan;
 use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
-use super::cuts::Cuts;
+use super::cuts::{Cuts, NodeKeys};
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
 use super::tiling::cut_within;
 use super::{Spend, Spent};
@@ -45,11 +45,11 @@ pub fn grade(
     chain: &Chain,
     steps: [usize; 2],
     (grids, allowance): (&[[usize; 2]], u64),
-    (banding, cuts): (&Banding, &Cuts),
+    (banding, cuts, keys): (&Banding, &Cuts, &NodeKeys),
     spend: Spend,
 ) -> Result<Vec<Graded>, Spent> {
     let estimates = ChainEstimate::new(graph, (table, live), chain, steps, banding);
-    let signature = Cuts::signature(graph, chain);
+    let signature = Cuts::signature(keys, chain);
     let n = chain.nodes.len();
     let mut failed: Vec<[usize; 2]> = Vec::new();
     let mut graded = Vec::new();
@@ -101,9 +101,8 @@ pub struct Aim {
 /// [`smallest_target`]); `None` when no target below the plan's peak fits. Chains are worked
 /// out around the steps above each candidate target only, highest live bytes first, so the
 /// steps under the answer are never looked at. `live` is the plan's live bytes per step
-/// ([`super::estimate::live_bytes`]); chains are cut through `cuts`. The estimates are
-/// charged to `spend`; once they would
-/// pass `share` units, no lower level is looked at and the answer of the levels done stands
+/// ([`super::estimate::live_bytes`]); chains are cut through `cuts` and signed by `keys` (the
+/// plan graph's). The estimates are charged to `spend`; once they would pass `share` units, no lower level is looked at and the answer of the levels done stands
 /// (deep networks of cheap halos, where every chain fits, would otherwise spend the whole
 /// search on ranking). With `ahead` (a search running alone, with cores to spare), the
 /// chains around each step are graded side by side before the walk takes them in turn: the
@@ -115,7 +114,7 @@ pub fn target(
     (allowed, progressive, ahead): (&(dyn Fn(usize) -> bool + Sync), bool, bool),
     grids: &[[usize; 2]],
     allowance: u64,
-    (spend, cuts): (Spend, &Cuts),
+    (spend, cuts, keys): (Spend, &Cuts, &NodeKeys),
     share: u64,
 ) -> Result<Aim, Spent> {
     let charged = Cell::new(0u64);
@@ -144,7 +143,7 @@ pub fn target(
             made_by_split: &made_by_split,
             progressive,
         };
-        let how = (&banding, cuts);
+        let how = (&banding, cuts, keys);
         let limits = (grids, allowance);
         grade(graph, &planned.table, live, chain, steps, limits, how, spend)
     };
