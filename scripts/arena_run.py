@@ -22,9 +22,9 @@ failure. `run_in_arena` is what scripts/ort_check.py calls for its step (f).
 
 A table with QDQ node units (`options.qdq` = `units`: tensors of kind `fused`) runs each unit as
 one onnxruntime model: its DequantizeLinear nodes (a DQ that other nodes read too, in each
-unit reading it, as a copy), its operator and its QuantizeLinear nodes, at the unit's last step. The model reads and
-writes only the unit's integer tensors, at the table's offsets; its float tensors never exist
-outside it.
+unit reading it, as a copy), its operator and its QuantizeLinear nodes, at the unit's last
+step. The model reads and writes only the unit's integer tensors, at the table's offsets; its
+float tensors never exist outside it.
 
 Tables of the tier (`hierarchy`), budget (`offload`) and unit (`partition`) modes move or convert
 tensors between steps, which this runner does not model; they are reported as not run.
@@ -210,6 +210,11 @@ def run_order(model: onnx.ModelProto, table: dict) -> list[int]:
     return table.get("schedule") or list(range(len(model.graph.node)))
 
 
+def fused_tensors(table: dict) -> set[str]:
+    """The names of the table's `fused` tensors: the float tensors inside QDQ node units."""
+    return {t["name"] for t in table.get("tensors", []) if t.get("kind") == "fused"}
+
+
 def qdq_units(model: onnx.ModelProto, table: dict) -> dict[int, tuple[str, list[int], list[str]]]:
     """The QDQ units of a table, by the schedule step they run at (the last of their nodes):
     (name, node indices, the integer tensors they write). A unit's operator is a node other
@@ -217,7 +222,7 @@ def qdq_units(model: onnx.ModelProto, table: dict) -> dict[int, tuple[str, list[
     inputs (each unit runs its own copy of a DQ that other nodes read too, as onnxruntime
     does), itself and the Qs reading its fused outputs. A unit writes only what its operator
     and Qs write outside it."""
-    fused = {t["name"] for t in table.get("tensors", []) if t.get("kind") == "fused"}
+    fused = fused_tensors(table)
     if not fused:
         return {}
     nodes = model.graph.node
@@ -279,7 +284,7 @@ def _execute(model, table, feeds, runner: NodeRunner, arenas: Arenas | None, wat
     # The reference run (private buffers) runs every node literally.
     units = qdq_units(model, table) if arenas is not None else {}
     # A unit's DQ whose output is planned (other nodes read it too) also runs at its own step.
-    fused = {t["name"] for t in table.get("tensors", []) if t.get("kind") == "fused"}
+    fused = fused_tensors(table)
     in_unit = {m for _, members, _ in units.values() for m in members
                if graph.node[m].op_type != "DequantizeLinear"
                or any(o in fused for o in graph.node[m].output)}

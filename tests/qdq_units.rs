@@ -204,15 +204,30 @@ fn a_unit_reads_its_own_copy_of_a_dq_that_a_literal_node_reads() {
     assert_verifies(&path, &table_path);
     // x_q cut short at the HardSigmoid's Q, as if the unit read d_x: the verifier derives the
     // copy itself and refuses it.
-    let mut bad = table.clone();
-    for e in bad["tensors"].as_array_mut().unwrap() {
-        if e["name"] == "x_q" {
-            e["last"] = 3.into();
+    let cut_short = |t: &mut Value| {
+        for e in t["tensors"].as_array_mut().unwrap() {
+            if e["name"] == "x_q" {
+                e["last"] = 3.into();
+            }
         }
-    }
-    let bad_path = dir.path().join("bad.json");
+    };
+    assert_refuses_edited(dir.path(), &path, &table, &cut_short, "x_q");
+}
+
+/// Writes `good` edited by `edit` beside the model and asserts `verify` refuses it, naming
+/// `needle`.
+fn assert_refuses_edited(
+    dir: &std::path::Path,
+    model: &std::path::Path,
+    good: &Value,
+    edit: &dyn Fn(&mut Value),
+    needle: &str,
+) {
+    let mut bad = good.clone();
+    edit(&mut bad);
+    let bad_path = dir.join("bad.json");
     std::fs::write(&bad_path, serde_json::to_string(&bad).unwrap()).unwrap();
-    assert_verify_refuses(&path, &bad_path, "x_q");
+    assert_verify_refuses(model, &bad_path, needle);
 }
 
 /// The summary counts the Q/DQ nodes outside every unit: the input's Q and the output's DQ.
@@ -243,11 +258,7 @@ fn the_verifier_refuses_tables_that_break_units() {
     let (path, table_path) = plan_written(dir.path(), "chain", &qdq_chain(), &[]);
     let good: Value = serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
     let refuses = |edit: &dyn Fn(&mut Value), needle: &str| {
-        let mut bad = good.clone();
-        edit(&mut bad);
-        let bad_path = dir.path().join("bad.json");
-        std::fs::write(&bad_path, serde_json::to_string(&bad).unwrap()).unwrap();
-        assert_verify_refuses(&path, &bad_path, needle);
+        assert_refuses_edited(dir.path(), &path, &good, edit, needle)
     };
     let tensor = |t: &mut Value, name: &str| -> usize {
         t["tensors"]

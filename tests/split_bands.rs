@@ -21,7 +21,7 @@ mod common;
 use common::{
     assert_never_whole, assert_verifies, compare_in_onnxruntime, conv3x3, cut_reading_split1,
     float_info, model, node, plan_written, raw_init, read_table, rows_of_16_wide, wave_init,
-    write_model, writer,
+    write_model, writer, writer_at,
 };
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::split::rewrite::Rewritten;
@@ -210,13 +210,7 @@ fn tiles_reading_bands_run_as_soon_as_their_bands_are_made() {
     // Tile 0 of the second block reads band 0 only (rows [0,5) and [0,4)), so it runs right
     // after the first block's tile 0 made band 0, before its tile 1 makes band 1; tiles 1 to 3
     // read band 1 too, so they follow it.
-    let g = twice.model.graph.as_ref().unwrap();
-    let at = |output: &str| {
-        g.node
-            .iter()
-            .position(|n| n.output.iter().any(|o| o == output))
-            .unwrap_or_else(|| panic!("no node makes {output}"))
-    };
+    let at = |output: &str| writer_at(&twice.model, output);
     let (band0, band1) = (at(&bands[0]), at(&bands[1]));
     assert!(band0 < at("y/split2/t0_0") && at("y/split2/t0_0") < at("c1/split1/t1_0"));
     for t in 1..4 {
@@ -259,13 +253,7 @@ fn a_weight_made_from_constants_holds_no_tile_back() {
     let blocks = two_blocks_with_a_dequantized_weight();
     let (original, once, twice) = split_twice_model(dir.path(), &blocks, first, second, true);
     let bands = writer(&once, "y1").input.clone();
-    let g = twice.model.graph.as_ref().unwrap();
-    let at = |output: &str| {
-        g.node
-            .iter()
-            .position(|n| n.output.iter().any(|o| o == output))
-            .unwrap_or_else(|| panic!("no node makes {output}"))
-    };
+    let at = |output: &str| writer_at(&twice.model, output);
     assert_eq!(at("w2"), 0, "the weight's DequantizeLinear runs first");
     assert!(at(&bands[0]) < at("y/split2/t0_0") && at("y/split2/t0_0") < at("c1/split1/t1_0"));
     let (split, table) = plan_written(dir.path(), "two_blocks.early", &twice.model, &[]);

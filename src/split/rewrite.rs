@@ -445,7 +445,10 @@ fn run_early(
     (placed, hoisted)
 }
 
-/// Node `n` reads only initializers and constants (and makes no graph output).
+/// Node `n` reads only values that exist before the first step (initializers, constant graph
+/// inputs) and makes no graph output, so it may run first. Stricter than
+/// [`super::chain::is_constant`] and [`Graph::is_model_constant`]: a `Constant` node's or a
+/// folded `Shape`'s output has a producer, which must run before its readers.
 fn reads_constants_only(graph: &Graph, n: NodeId) -> bool {
     let node = &graph.nodes[n];
     node.inputs.iter().flatten().all(|&v| {

@@ -102,9 +102,9 @@ pub struct Aim {
 /// out around the steps above each candidate target only, highest live bytes first, so the
 /// steps under the answer are never looked at. `live` is the plan's live bytes per step
 /// ([`super::estimate::live_bytes`]); chains are cut through `cuts` and signed by `keys` (the
-/// plan graph's). The estimates are charged to `spend`; once they would pass `share` units, no lower level is looked at and the answer of the levels done stands
-/// (deep networks of cheap halos, where every chain fits, would otherwise spend the whole
-/// search on ranking). With `ahead` (a search running alone, with cores to spare), the
+/// plan graph's). The estimates are charged to `spend`; once they would pass `share` units,
+/// no lower level is looked at and the answer of the levels done stands (deep networks of
+/// cheap halos, where every chain fits, would otherwise spend the whole search on ranking). With `ahead` (a search running alone, with cores to spare), the
 /// chains around each step are graded side by side before the walk takes them in turn: the
 /// same grades, charged the same work in the same order.
 #[allow(clippy::too_many_arguments)]

@@ -451,10 +451,15 @@ sys.exit(0 if d <= 1e-5 * scale else 1)
 
 /// The node of `model` that writes `output`.
 pub fn writer<'m>(model: &'m ModelProto, output: &str) -> &'m NodeProto {
+    &model.graph.as_ref().unwrap().node[writer_at(model, output)]
+}
+
+/// The position in `model`'s node list of the node writing `output`.
+pub fn writer_at(model: &ModelProto, output: &str) -> usize {
     let g = model.graph.as_ref().unwrap();
     g.node
         .iter()
-        .find(|n| n.output.iter().any(|o| o == output))
+        .position(|n| n.output.iter().any(|o| o == output))
         .unwrap_or_else(|| panic!("no node writes '{output}'"))
 }
 
