@@ -123,7 +123,7 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         &first,
         &split,
         &stop_at_trial,
-        (&spend, &Default::default()),
+        (&spend, &Default::default(), &|_| {}),
     )
     .unwrap();
     assert!(outcome.info.chains.is_empty());
@@ -144,7 +144,7 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         &first,
         &split,
         &count_trial,
-        (&limited, &Default::default()),
+        (&limited, &Default::default(), &|_| {}),
     )
     .unwrap();
     assert_eq!(trials.get(), 0, "a trial ran after the allowance was spent");
@@ -177,7 +177,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
             tried.replace(Some((spent.get(), model.encode_to_vec())));
             Ok(None)
         };
-        search(&original, &first, split, &stop, (&spend, memos)).unwrap();
+        search(&original, &first, split, &stop, (&spend, memos, &|_| {})).unwrap();
         tried
             .into_inner()
             .expect("resnet_small has a candidate to try")
@@ -212,7 +212,14 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
         trials.set(trials.get() + 1);
         Ok(None)
     };
-    search(&original, &first, &split, &count, (&limited, &memos)).unwrap();
+    search(
+        &original,
+        &first,
+        &split,
+        &count,
+        (&limited, &memos, &|_| {}),
+    )
+    .unwrap();
     assert_eq!(trials.get(), 0, "a remembered round ran past the allowance");
 }
 

@@ -4,19 +4,20 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use bytes::Bytes;
-use rayon::prelude::*;
 
 use super::solve::{Purpose, plan_for, plan_proto};
 use super::{Options, Planned, ScheduleChoice};
 use crate::emit;
 use crate::liveness::LivenessOptions;
 use crate::onnx::proto::ModelProto;
-use crate::plan::{Budget, Meter};
+use crate::plan::{Budget, Ending, Meter};
 use crate::split::cuts::lock;
+use crate::split::memo::Memo;
 use crate::split::{self, SplitOptions, TrialPlan};
 
 /// Work units a split trial is charged per node of its model, beside its planner's own work:
@@ -92,7 +93,7 @@ pub(super) fn plan_split(
     };
     // The trials planned so far, by the digest of their model and whether blocks overwrite;
     // the searches running side by side share it.
-    let trials_done: Mutex<HashMap<(Digest, bool), (TrialPlan, u64)>> = Default::default();
+    let trials_done: Memo<(Digest, bool), (TrialPlan, u64)> = Memo::default();
     let payloads = Payloads::default();
     // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
     let budgeted_trial = |mut model: ModelProto,
@@ -105,21 +106,18 @@ pub(super) fn plan_split(
             return Ok(None);
         }
         // Searches meet the same rewrites again (their first rounds start alike): a trial
-        // planned before is taken from the memo at the charge it had, so no result changes.
+        // planned before, or being planned by another search, is taken at the charge it had,
+        // so no result changes.
         let key = (digest(&mut model, &payloads), blockwise);
-        let known = lock(&trials_done).get(&key).cloned();
-        if let Some((trial, work)) = known {
-            spend(work);
-            return Ok(Some(trial));
-        }
-        let planned = plan_trial(model, blockwise)?;
-        spend(planned.work);
-        let trial = TrialPlan {
-            model: Arc::new(planned.model),
-            table: Arc::new(planned.table),
-        };
-        let done = (trial.clone(), planned.work);
-        lock(&trials_done).insert(key, done);
+        let ((trial, work), _) = trials_done.get_or_make(key, || -> Result<_> {
+            let planned = plan_trial(model, blockwise)?;
+            let trial = TrialPlan {
+                model: Arc::new(planned.model),
+                table: Arc::new(planned.table),
+            };
+            Ok((trial, planned.work))
+        })?;
+        spend(work);
         Ok(Some(trial))
     };
     let Planned {
@@ -145,8 +143,12 @@ pub(super) fn plan_split(
     // chains and plans again).
     let memos = split::Memos::default();
     // One search of split::SEARCHES on its own meter: its trials and the estimates that rank
-    // them draw on it.
-    let run = |search: &split::Search, meter: Meter, alone: bool| -> Result<(split::Outcome, Meter)> {
+    // them draw on it; it plans no trial once `abandoned` is set, and tells `seen` what it
+    // has shown.
+    let run = |search: &split::Search,
+               meter: Meter,
+               (alone, abandoned, seen): (bool, &AtomicBool, split::Seen)|
+     -> Result<(split::Outcome, Meter)> {
         let meter = RefCell::new(meter);
         let spend = |units: u64| meter.borrow_mut().spend(units);
         let variant = SplitOptions {
@@ -161,48 +163,106 @@ pub(super) fn plan_split(
             grade_ahead: alone,
             ..split_options
         };
-        let trial = |model: ModelProto| budgeted_trial(model, search.blockwise, &meter);
-        let found = split::search(&original, &first_trial, &variant, &trial, (&spend, &memos))?;
+        let trial = |model: ModelProto| match abandoned.load(Ordering::Relaxed) {
+            true => Ok(None),
+            false => budgeted_trial(model, search.blockwise, &meter),
+        };
+        let found = split::search(
+            &original,
+            &first_trial,
+            &variant,
+            &trial,
+            (&spend, &memos, seen),
+        )?;
         Ok((found, meter.into_inner()))
     };
     // The first search runs on the whole allowance. The others each get what it left, on
-    // meters of their own, and run side by side: each one's result depends on its options
-    // and that work alone, never on the machine's cores or load. The best rank wins (under
-    // a budget the one that fits, then the smallest arena; the first of equals, in
-    // split::SEARCHES order).
+    // meters of their own: each one's result depends on its options and that work alone,
+    // never on the machine's cores or load. A search that differs from the first only in
+    // what the first may never show (row chains, bands, fine strips) is made only when the
+    // first shows it. Each starts as soon as the first shows what it differs in, side by side
+    // with the first, on the whole allowance; once the first ends, a search it did not call
+    // for is abandoned, and one that spent more than the first left (or did not complete) is
+    // made again on what the first left, so its result is the one it would have had after
+    // the first. The best rank wins (under a budget the one that fits, then the smallest
+    // arena; the first of equals, in split::SEARCHES order).
     let (first_search, others) = split::SEARCHES.split_first().expect("a first search");
-    let (first_found, first_meter) = run(first_search, split_budget.meter(), true)?;
-    let banded = first_found
-        .info
-        .chains
-        .iter()
-        .any(|c| c.read_as_bands_by.is_some());
-    // Row strips finer than any grid of the search without them.
-    let strips = first_found
-        .info
-        .chains
-        .iter()
-        .any(|c| c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > split::candidates::MAX_TILES);
-    // Without blocks written over their input, row chains, bands or fine strips, these
-    // repeat the first search.
-    let differs = |search: &&split::Search| {
-        let differs = match search.differs_in {
-            split::Differs::Nothing => true,
-            split::Differs::Rows => first_found.saw_rows,
-            split::Differs::Bands => banded,
-            split::Differs::Strips => strips,
+    let eligible = |search: &split::Search| !search.blockwise || can_overwrite_blocks;
+    let ahead: Vec<Ahead> = others.iter().map(|_| Ahead::default()).collect();
+    let never = AtomicBool::new(false);
+    let no_one = |_: split::Shown| {};
+    let first = std::thread::scope(|scope| {
+        let seen = |shown: split::Shown| {
+            for (search, slot) in others.iter().zip(&ahead) {
+                if eligible(search)
+                    && shown.differs(search.differs_in)
+                    && !slot.started.swap(true, Ordering::Relaxed)
+                {
+                    let run = &run;
+                    let (meter, no_one) = (split_budget.meter(), &no_one);
+                    scope.spawn(move || {
+                        let found = run(search, meter, (false, &slot.abandoned, no_one));
+                        *lock(&slot.found) = Some(found);
+                    });
+                }
+            }
         };
-        differs && (!search.blockwise || can_overwrite_blocks)
+        let first = run(first_search, split_budget.meter(), (true, &never, &seen));
+        // What the first's outcome does not call for is abandoned.
+        let shown = first.as_ref().ok().map(|(f, _)| split::Shown::of(&f.info.chains, f.saw_rows));
+        for (search, slot) in others.iter().zip(&ahead) {
+            if !shown.is_some_and(|s| s.differs(search.differs_in)) {
+                slot.abandoned.store(true, Ordering::Relaxed);
+            }
+        }
+        first
+    });
+    let (first_found, first_meter) = first?;
+    let shown = split::Shown::of(&first_found.info.chains, first_found.saw_rows);
+    // A search made ahead stands when it completed within what the first left (then every
+    // charge it made would have been granted after the first too).
+    let stands = |meter: &Meter| {
+        first_meter.ending() == Ending::Complete
+            && meter.ending() == Ending::Complete
+            && meter.spent() <= first_meter.left()
     };
-    let others: Vec<&split::Search> = others.iter().filter(differs).collect();
-    let found: Vec<Result<(split::Outcome, Meter)>> = others
-        .par_iter()
-        .map(|search| run(search, first_meter.share(1), false))
+    let mut found: Vec<Option<Result<(split::Outcome, Meter)>>> = Vec::new();
+    for (search, slot) in others.iter().zip(ahead) {
+        let wanted = eligible(search) && shown.differs(search.differs_in);
+        let ahead = slot.found.into_inner().unwrap_or_else(|e| e.into_inner());
+        found.push(match ahead {
+            Some(Ok((f, meter))) if wanted && stands(&meter) => Some(Ok((f, meter))),
+            _ => None,
+        });
+    }
+    let again: Vec<usize> = (0..others.len())
+        .filter(|&i| found[i].is_none() && eligible(&others[i]) && shown.differs(others[i].differs_in))
         .collect();
+    // On threads of their own, as the searches made ahead: a search waits in the memos for a
+    // trial another is planning, which a rayon worker must not do (it could be the worker
+    // that planning waits for).
+    let made_again: Vec<Result<(split::Outcome, Meter)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = again
+            .iter()
+            .map(|&i| {
+                let (run, never, no_one) = (&run, &never, &no_one);
+                let meter = first_meter.share(1);
+                scope.spawn(move || run(&others[i], meter, (false, never, no_one)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    for (i, made) in again.into_iter().zip(made_again) {
+        found[i] = Some(made);
+    }
     let mut ended = first_meter.ending();
     let mut outcome = (first_found, first_search.blockwise);
     let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
     for (search, found) in others.iter().zip(found) {
+        let Some(found) = found else { continue };
         let (found, meter) = found?;
         ended = ended.max(meter.ending());
         if rank(&found) < rank(&outcome.0) {
@@ -269,6 +329,17 @@ pub(super) fn plan_split(
         ended_by: ended.name().into(),
     });
     Ok(planned)
+}
+
+/// A search of split::SEARCHES made ahead, side by side with the first.
+#[derive(Default)]
+struct Ahead {
+    /// Whether it was started.
+    started: AtomicBool,
+    /// Set when the first search's outcome does not call for it: it then stops.
+    abandoned: AtomicBool,
+    /// What it found, with its meter.
+    found: Mutex<Option<Result<(split::Outcome, Meter)>>>,
 }
 
 /// The SHA-256 of a model's encoding, with large tensor payloads in it replaced by their own

@@ -6,11 +6,12 @@
 //! options takes that ranking, charged the work it cost, so no result changes.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
-use super::cuts::{Cuts, NodeKeys, lock};
+use super::cuts::{Cuts, NodeKeys};
+use super::memo::Memo;
 use super::estimate::{Banding, chain_work, step_operands, strips_work, tiles_work};
 use super::rows::chain::Recompute;
 use super::rows::rules::RuleSet;
@@ -121,7 +122,7 @@ type Entry = (TrialPlan, Arc<[Candidate]>, u64);
 /// The rounds ranked so far, shared by the searches of one model.
 #[derive(Default)]
 pub struct Rounds {
-    memo: Mutex<HashMap<Round, Entry>>,
+    memo: Memo<Round, Entry>,
 }
 
 /// [`rank`] of a round, from `rounds` when a search ranked the same round before: then
@@ -155,24 +156,24 @@ pub fn candidates(
         recompute: options.recompute,
         search_time: options.search_time,
     };
-    let known = lock(&rounds.memo)
-        .get(&round)
-        .map(|(_, found, work)| (found.clone(), *work));
-    if let Some((found, work)) = known {
-        return match spend(work) {
+    // A round another search is ranking is waited for, not ranked twice.
+    let made = rounds.memo.get_or_make(round, || {
+        let charged = std::cell::Cell::new(0u64);
+        let counted = |units: u64| {
+            charged.set(charged.get().saturating_add(units));
+            spend(units)
+        };
+        let found = rank(planned, live, origin, allowance, options, aim, (&counted, cuts))?;
+        Ok((planned.clone(), found.into(), charged.get()))
+    });
+    match made {
+        Ok(((_, found, _), false)) => Ok(found.to_vec()),
+        Ok(((_, found, work), true)) => match spend(work) {
             true => Ok(found.to_vec()),
             false => Err(Spent),
-        };
+        },
+        Err(spent) => Err(spent),
     }
-    let charged = std::cell::Cell::new(0u64);
-    let counted = |units: u64| {
-        charged.set(charged.get().saturating_add(units));
-        spend(units)
-    };
-    let found = rank(planned, live, origin, allowance, options, aim, (&counted, cuts))?;
-    let entry = (planned.clone(), found.clone().into(), charged.get());
-    lock(&rounds.memo).insert(round, entry);
-    Ok(found)
 }
 
 /// Chains around every hot step, each with its best grid within `allowance` extra MACs, best

@@ -19,6 +19,7 @@ pub mod estimate;
 pub mod glue;
 pub mod layout;
 pub mod macs;
+pub mod memo;
 pub mod pools;
 pub mod region;
 pub mod rewrite;
@@ -29,7 +30,7 @@ pub mod target;
 pub mod tiling;
 pub mod upsample;
 
-pub use search::{Outcome, search};
+pub use search::{Outcome, Seen, search};
 
 /// The memos the searches of one model share: chain cuts ([`cuts::Cuts`]) and ranked rounds
 /// ([`candidates::Rounds`]). Neither changes a result; both save repeating work.
@@ -149,6 +150,42 @@ pub enum Differs {
     Bands,
     /// How fine row strips may be: nothing without strips finer than 8.
     Strips,
+}
+
+/// What a search has shown that makes the others of [`SEARCHES`] differ from it: whether a
+/// round saw a row chain to cut, whether a chain reads an earlier one's parts as bands, and
+/// whether a chain is cut in row strips finer than any grid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shown {
+    /// A round saw a row chain.
+    pub rows: bool,
+    /// A chain reads an earlier chain's parts as bands.
+    pub bands: bool,
+    /// A chain is cut in row strips finer than [`candidates::MAX_TILES`].
+    pub strips: bool,
+}
+
+impl Shown {
+    /// What a search's `chains` show, and `saw_rows` (whether a round saw a row chain).
+    pub fn of(chains: &[crate::emit::SplitChain], saw_rows: bool) -> Shown {
+        Shown {
+            rows: saw_rows,
+            bands: chains.iter().any(|c| c.read_as_bands_by.is_some()),
+            strips: chains.iter().any(|c| {
+                c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > candidates::MAX_TILES
+            }),
+        }
+    }
+
+    /// Whether a search that changes `what` from the one that showed this can differ from it.
+    pub fn differs(self, what: Differs) -> bool {
+        match what {
+            Differs::Nothing => true,
+            Differs::Rows => self.rows,
+            Differs::Bands => self.bands,
+            Differs::Strips => self.strips,
+        }
+    }
 }
 
 /// The searches the pipeline makes, the first on the whole allowance and the others side by

@@ -42,6 +42,10 @@ pub struct Outcome {
 
 type Score = (u64, u64, u64, usize);
 
+/// Told after each round what the search has shown so far ([`super::Shown`]): the pipeline
+/// starts the searches that differ in it at once, rather than after this one.
+pub type Seen<'a> = &'a dyn Fn(super::Shown);
+
 /// A trial lowering no score may still be taken on trial when its arena is within this
 /// fraction (1/n) of the arena before the first cut on trial, and it either recomputes shared
 /// nodes or thins the peak (see [`thins`]): the next rounds may then lower the peaks the cut
@@ -77,13 +81,13 @@ fn thins(before: &[u64], after: &[u64]) -> bool {
 /// (nodes in execution order) the same way, or gives `None` when the search's budget is spent,
 /// and `spend` charges the estimates that rank the candidates to the same budget: the search
 /// then ends with the chains accepted so far. Chains are cut through `cuts`, which the
-/// searches of one model share.
+/// searches of one model share; `seen` hears after each round what the search has shown.
 pub fn search(
     input: &ModelProto,
     first: &TrialPlan,
     options: &SplitOptions,
     plan: &dyn Fn(ModelProto) -> Result<Option<TrialPlan>>,
-    (spend, memos): (Spend, &Memos),
+    (spend, memos, seen): (Spend, &Memos, Seen),
 ) -> Result<Outcome> {
     let source = &first.model.graph;
     let labels: Vec<(String, String)> = source
@@ -135,6 +139,7 @@ pub fn search(
             break;
         };
         saw_rows |= candidates.iter().any(|c| matches!(c.cut, Cut::Rows(_)));
+        seen(super::Shown::of(&chains, saw_rows));
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
@@ -275,6 +280,7 @@ pub fn search(
                 chains[newest].read_as_bands_by = Some(i);
             }
         }
+        seen(super::Shown::of(&chains, saw_rows));
         origin = rewritten
             .kept
             .iter()
