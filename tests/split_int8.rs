@@ -582,3 +582,125 @@ fn an_excitation_scale_dequantized_once_is_read_whole_by_every_tile() {
     common::assert_verifies(&dir.path().join("split.onnx"), &table);
     bit_identical_in_onnxruntime(&original, &dir.path().join("split.onnx"));
 }
+
+/// An attribute holding a string.
+fn string(name: &str, value: &str) -> onnx_memplan::onnx::proto::AttributeProto {
+    onnx_memplan::onnx::proto::AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(3),
+        s: Some(value.as_bytes().to_vec().into()),
+        ..Default::default()
+    }
+}
+
+/// QDQ units through an upsampling (int8, zero point −20, every scale 0.02): x [1,2,16,16] →
+/// Q → [DQ → Conv 3×3 pad 1 → Q] → c [1,4,16,16] → [DQ → Resize nearest ×2 (asymmetric,
+/// floor) → Q] → u [1,4,32,32] → [DQ → Conv 3×3 pad 1 → Q] → y [1,4,32,32].
+fn qdq_upsample() -> ModelProto {
+    let mut nodes = Vec::new();
+    for l in 1..=2 {
+        nodes.push(node(
+            "DequantizeLinear",
+            &[&format!("w{l}"), "sw", "zw"],
+            &[&format!("dw{l}")],
+        ));
+        nodes.push(node(
+            "DequantizeLinear",
+            &[&format!("b{l}"), "sb"],
+            &[&format!("db{l}")],
+        ));
+    }
+    nodes.push(node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]));
+    let conv = |l: usize, input: &str, out: &str, nodes: &mut Vec<NodeProto>| {
+        let (d, c) = (format!("d{out}"), format!("f{out}"));
+        nodes.push(node("DequantizeLinear", &[input, "sx", "zx"], &[&d]));
+        let n = node("Conv", &[&d, &format!("dw{l}"), &format!("db{l}")], &[&c]);
+        nodes.push(window(n, 1));
+        nodes.push(node("QuantizeLinear", &[&c, "sx", "zx"], &[out]));
+    };
+    conv(1, "q0", "c", &mut nodes);
+    nodes.push(node("DequantizeLinear", &["c", "sx", "zx"], &["rc"]));
+    let mut resize = node("Resize", &["rc", "", "scales"], &["fu"]);
+    resize.attribute = vec![
+        string("mode", "nearest"),
+        string("coordinate_transformation_mode", "asymmetric"),
+        string("nearest_mode", "floor"),
+    ];
+    nodes.push(resize);
+    nodes.push(node("QuantizeLinear", &["fu", "sx", "zx"], &["u"]));
+    conv(2, "u", "y", &mut nodes);
+    let scales = [1f32, 1., 2., 2.].iter().flat_map(|v| v.to_le_bytes());
+    model(GraphProto {
+        name: Some("qdq_upsample".into()),
+        node: nodes,
+        input: vec![float_info("x", &[1, 2, 16, 16])],
+        output: vec![info("y", INT8, &[1, 4, 32, 32])],
+        initializer: [
+            qdq_scales(),
+            vec![
+                raw_init("scales", &[4], FLOAT, scales.collect()),
+                weights("w1", 4, 2, 1),
+                weights("w2", 4, 4, 2),
+                bias("b1", 4, 1),
+                bias("b2", 4, 2),
+            ],
+        ]
+        .concat(),
+        ..Default::default()
+    })
+}
+
+/// A tile's Resize copy makes whole input rows' worth of output and is cropped to what the
+/// next Conv reads; in a QDQ unit the crop must cut the QuantizeLinear's integers, not the
+/// Resize's floats, or the unit breaks and its float output takes arena bytes. Worked by hand
+/// on 2×2 tiles of y (chain positions: 0 Q, 1–3 the first Conv unit, 4–6 the Resize unit,
+/// 7–9 the second Conv unit): tile row 0 makes y rows [0,16), the second Conv reads u rows
+/// [-1,17), clipped [0,17); the Resize reads c rows ⌊0/2⌋..⌊16/2⌋ = [0,9) and makes u rows
+/// [0,18). Tile row 1 makes y [16,32) from u [15,32); the Resize reads c [7,16) and makes
+/// u [14,32). Columns alike. Every Resize copy then feeds its QuantizeLinear directly, and no
+/// Slice reads a Resize copy. Fused per tile: each of the three units' DQ and operator
+/// outputs (4 × 6 = 24), and the 4 weight and bias DQ outputs: 28 (20 when the Resize unit
+/// breaks).
+#[test]
+fn a_resize_unit_is_cropped_after_its_quantize() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("qdq_upsample.onnx");
+    write_model(&qdq_upsample(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain = chain_of(graph, &order[4..], 17).expect("Q and the three units form a chain");
+    assert_eq!(graph.values[chain.output].name, "y");
+    assert_eq!(graph.nodes[chain.nodes[5]].op_type, "Resize");
+    let tiling = tile(graph, &chain, [2, 2]).unwrap();
+    let tiles = tiling.tiles();
+    assert_eq!(tiles[0].computed[5][0], Span::new(0, 17));
+    assert_eq!(tiles[0].produced[5][0], Span::new(0, 18));
+    assert_eq!(tiles[3].computed[5][0], Span::new(15, 32));
+    assert_eq!(tiles[3].produced[5][0], Span::new(14, 32));
+
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let g = rewritten.model.graph.as_ref().unwrap();
+    let resized: Vec<&str> = g
+        .node
+        .iter()
+        .filter(|n| n.op_type() == "Resize")
+        .map(|n| n.output[0].as_str())
+        .collect();
+    assert_eq!(resized.len(), 4);
+    for out in &resized {
+        let readers: Vec<&str> = g
+            .node
+            .iter()
+            .filter(|n| n.input.iter().any(|i| i == out))
+            .map(|n| n.op_type())
+            .collect();
+        assert_eq!(readers, ["QuantizeLinear"], "the readers of {out}");
+    }
+    let split = dir.path().join("qdq_upsample.split.onnx");
+    write_model(&rewritten.model, &split);
+    let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
+    assert_eq!(fused(&table), 28);
+    common::assert_verifies(&dir.path().join("split.onnx"), &table);
+    bit_identical_in_onnxruntime(&original, &split);
+}

@@ -4,11 +4,12 @@
 //! the split, every DQ of a tensor made at run time that several nodes read gets one copy per
 //! reader (as onnxruntime's `EnsureUniqueDQForNodeUnit` does before it forms node units), and
 //! in a chain each tile recomputes its DQ over exactly the region its one reader needs,
-//! reading the integer tensor (see [`recomputed`]).
+//! reading the integer tensor (see [`recomputed`]). At a unit's other end, a tile's crop of
+//! an operator's output waits for the unit's QuantizeLinear ([`crops_after_quantize`]).
 
 use std::collections::{HashMap, HashSet};
 
-use super::chain::Chain;
+use super::chain::{Chain, Read};
 use crate::ir::Graph;
 use crate::onnx::proto::{ModelProto, NodeProto};
 
@@ -134,4 +135,23 @@ pub fn recomputed(graph: &Graph, chain: &Chain, k: usize) -> bool {
     crate::units::table::is_dq(&graph.nodes[chain.nodes[k]])
         && k != chain.last
         && !chain.extra.contains(&k)
+}
+
+/// Whether chain node `k`'s copies, when they make more positions than their tile needs (an
+/// upsample aligned to whole input rows), leave the crop to the QuantizeLinear that is the
+/// only reader of `k`'s output, the next chain node: the crop then cuts the integers, and a
+/// QDQ unit (DequantizeLinear → Resize → QuantizeLinear) keeps its float tensor inside it
+/// rather than a Slice of it planned in the arena. QuantizeLinear acts per element (its
+/// chains quantize by one scale, or per channel along an axis the tiles do not cut), so
+/// quantizing then cropping gives the integers cropping then quantizing gives.
+pub fn crops_after_quantize(graph: &Graph, chain: &Chain, k: usize) -> bool {
+    let Some(&next) = chain.nodes.get(k + 1) else {
+        return false;
+    };
+    let value = &graph.values[graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output")];
+    graph.nodes[next].op_type == "QuantizeLinear"
+        && chain.reads[k + 1].first() == Some(&Read::Inside(k))
+        && chain.reads[k + 1].iter().filter(|r| **r == Read::Inside(k)).count() == 1
+        && value.consumers == [next]
+        && !value.is_output
 }

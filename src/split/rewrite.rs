@@ -8,7 +8,7 @@ use super::bands::{
     Bands, ConcatInputs, SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs,
 };
 use super::chain::{Chain, Read, is_foldable_shape};
-use super::dequantize::recomputed;
+use super::dequantize::{crops_after_quantize, recomputed};
 use super::glue::{Glue, ints_attribute, splice};
 use super::layout::Layout;
 use super::region::{Region, Span, area, full};
@@ -142,6 +142,11 @@ pub fn rewrite(
             }
         }
     }
+    // The nodes whose copies make more than their tile needs and whose crop waits for their
+    // QuantizeLinear reader (see [`crops_after_quantize`]).
+    let quantized_crop: Vec<bool> = (0..chain.nodes.len())
+        .map(|k| !tiling.streamed && !outputs.contains(&k) && crops_after_quantize(graph, chain, k))
+        .collect();
     let tiles = tiling.tiles();
     let mut tile_starts = Vec::with_capacity(tiles.len());
     for (t, tile) in tiles.iter().enumerate() {
@@ -152,12 +157,27 @@ pub fn rewrite(
         let mut kept: Vec<Kept> = Vec::new();
         let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
         let mut slices: HashMap<(String, Region), String> = HashMap::new();
+        // The crop a QuantizeLinear's copy takes over from the node it reads.
+        let mut crop_after = None;
         for (k, &id) in chain.nodes.iter().enumerate() {
             let node = &graph.nodes[id];
             let mut inputs = Vec::with_capacity(node.inputs.len());
             let mut pads = None;
             for (i, read) in chain.reads[k].iter().enumerate() {
                 let input = node.inputs[i];
+                if let Read::Inside(j) = *read
+                    && quantized_crop[j]
+                    && tile.produced[j] != tile.computed[j]
+                {
+                    // Quantized whole, then cropped: per element, so the same integers.
+                    inputs.push(made[j].clone());
+                    crop_after = Some(slice_bounds(
+                        chain.layouts[j],
+                        tile.produced[j],
+                        tile.computed[k],
+                    ));
+                    continue;
+                }
                 // H × W of the input (`None` for inputs read whole or absent).
                 let grid = chain.input_grid(graph, k, i);
                 let (source, held, layout) = match *read {
@@ -261,7 +281,9 @@ pub fn rewrite(
                 ..source.clone()
             });
             copies[k].push(node_name);
-            let made_k = if tile.produced[k] == tile.computed[k] {
+            let made_k = if let Some(bounds) = crop_after.take() {
+                b.slice(&out, bounds, &tag)
+            } else if tile.produced[k] == tile.computed[k] || quantized_crop[k] {
                 out
             } else {
                 let bounds = slice_bounds(chain.layouts[k], tile.produced[k], tile.computed[k]);
@@ -596,3 +618,4 @@ impl Assembly {
         }
     }
 }
+
