@@ -209,7 +209,7 @@ pub(super) fn plan_split(
         };
         let first = run(first_search, split_budget.meter(), (true, &never, &seen));
         // What the first's outcome does not call for is abandoned.
-        let shown = first.as_ref().ok().map(|(f, _)| split::Shown::of(&f.info.chains, f.saw_rows));
+        let shown = first.as_ref().ok().map(|(f, _)| split::Shown::of(&f.info.chains, f.saw_rows, f.tried_rows));
         for (search, slot) in others.iter().zip(&ahead) {
             if !shown.is_some_and(|s| s.differs(search.differs_in)) {
                 slot.abandoned.store(true, Ordering::Relaxed);
@@ -218,7 +218,7 @@ pub(super) fn plan_split(
         first
     });
     let (first_found, first_meter) = first?;
-    let shown = split::Shown::of(&first_found.info.chains, first_found.saw_rows);
+    let shown = split::Shown::of(&first_found.info.chains, first_found.saw_rows, first_found.tried_rows);
     // A search made ahead stands when it completed within what the first left (then every
     // charge it made would have been granted after the first too).
     let stands = |meter: &Meter| {

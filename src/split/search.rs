@@ -35,9 +35,12 @@ pub struct Outcome {
     pub over_budget: u64,
     /// The `splits` section of the table (its `source` left for the caller to fill).
     pub info: SplitsInfo,
-    /// Whether any round found a row chain to cut (whether searches differing in how they
-    /// cut rows could find anything else).
+    /// Whether any round found a row chain to cut (whether searches whose trials let blocks
+    /// write over their input could find anything else).
     pub saw_rows: bool,
+    /// Whether any round planned a row chain as a trial (whether searches differing in how
+    /// they cut rows could find anything else).
+    pub tried_rows: bool,
 }
 
 type Score = (u64, u64, u64, usize);
@@ -121,7 +124,7 @@ pub fn search(
     // The state before a cut taken on trial (see [`Trial`]), while no later round has lowered
     // the score below the one it had.
     let mut on_trial: Option<Trial> = None;
-    let mut saw_rows = false;
+    let (mut saw_rows, mut tried_rows) = (false, false);
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let live = live_bytes(&planned.table);
@@ -139,7 +142,7 @@ pub fn search(
             break;
         };
         saw_rows |= candidates.iter().any(|c| matches!(c.cut, Cut::Rows(_)));
-        seen(super::Shown::of(&chains, saw_rows));
+        seen(super::Shown::of(&chains, saw_rows, tried_rows));
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
@@ -152,6 +155,7 @@ pub fn search(
         let proto = current.as_ref().map_or(input, |c| &c.0);
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
+            tried_rows |= matches!(candidate.cut, Cut::Rows(_));
             let rewritten =
                 rewrite_cut(proto, planned, candidate, (chains.len(), &origin), options);
             let Some(trial) = plan(rewritten.model.clone())? else {
@@ -280,7 +284,7 @@ pub fn search(
                 chains[newest].read_as_bands_by = Some(i);
             }
         }
-        seen(super::Shown::of(&chains, saw_rows));
+        seen(super::Shown::of(&chains, saw_rows, tried_rows));
         origin = rewritten
             .kept
             .iter()
@@ -329,6 +333,7 @@ pub fn search(
             chains,
         },
         saw_rows,
+        tried_rows,
     })
 }
 
