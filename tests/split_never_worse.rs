@@ -195,7 +195,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     );
     // Chains graded side by side ahead of the walk: the same work, the same first trial.
     let ahead = SplitOptions {
-        grade_ahead: true,
+        first: true,
         ..SplitOptions::default()
     };
     let (ahead_work, ahead_trial) = until_first_trial(&ahead, &Memos::default());

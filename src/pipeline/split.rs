@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -97,10 +97,9 @@ pub(super) fn plan_split(
     let payloads = Payloads::default();
     // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
     let budgeted_trial = |mut model: ModelProto,
-                          blockwise: bool,
-                          meter: &RefCell<Meter>|
+                          (blockwise, wait): (bool, bool),
+                          (spend, meter): (split::Spend, &RefCell<Meter>)|
      -> Result<Option<TrialPlan>> {
-        let spend = |units: u64| meter.borrow_mut().spend(units);
         let nodes = nodes_of(&model);
         if !spend(nodes.saturating_mul(TRIAL_WORK_PER_NODE)) || !meter.borrow_mut().running() {
             return Ok(None);
@@ -109,7 +108,7 @@ pub(super) fn plan_split(
         // planned before, or being planned by another search, is taken at the charge it had,
         // so no result changes.
         let key = (digest(&mut model, &payloads), blockwise);
-        let ((trial, work), _) = trials_done.get_or_make(key, || -> Result<_> {
+        let ((trial, work), _) = trials_done.get_or_make(key, wait, || -> Result<_> {
             let planned = plan_trial(model, blockwise)?;
             let trial = TrialPlan {
                 model: Arc::new(planned.model),
@@ -143,14 +142,18 @@ pub(super) fn plan_split(
     // chains and plans again).
     let memos = split::Memos::default();
     // One search of split::SEARCHES on its own meter: its trials and the estimates that rank
-    // them draw on it; it plans no trial once `abandoned` is set, and tells `seen` what it
-    // has shown.
+    // them draw on it; `role` says how it runs beside the first (see [`Role`]), and `seen`
+    // hears what it has shown.
     let run = |search: &split::Search,
                meter: Meter,
-               (alone, abandoned, seen): (bool, &AtomicBool, split::Seen)|
+               (role, seen): (Role, split::Seen)|
      -> Result<(split::Outcome, Meter)> {
         let meter = RefCell::new(meter);
-        let spend = |units: u64| meter.borrow_mut().spend(units);
+        let spend = |units: u64| {
+            let mut meter = meter.borrow_mut();
+            let granted = meter.spend(units);
+            granted && role.keeps_pace(&meter)
+        };
         let variant = SplitOptions {
             row_rules: search.row_rules,
             recompute: search.recompute,
@@ -160,12 +163,15 @@ pub(super) fn plan_split(
             progressive_bands: search.progressive_bands,
             early_tiles: search.early_tiles,
             fine_strips: search.fine_strips,
-            grade_ahead: alone,
+            first: matches!(role, Role::First(_)),
             ..split_options
         };
-        let trial = |model: ModelProto| match abandoned.load(Ordering::Relaxed) {
+        let trial = |model: ModelProto| match role.abandoned() {
             true => Ok(None),
-            false => budgeted_trial(model, search.blockwise, &meter),
+            false => {
+                let wait = !matches!(role, Role::First(_));
+                budgeted_trial(model, (search.blockwise, wait), (&spend, &meter))
+            }
         };
         let found = split::search(
             &original,
@@ -189,7 +195,8 @@ pub(super) fn plan_split(
     let (first_search, others) = split::SEARCHES.split_first().expect("a first search");
     let eligible = |search: &split::Search| !search.blockwise || can_overwrite_blocks;
     let ahead: Vec<Ahead> = others.iter().map(|_| Ahead::default()).collect();
-    let never = AtomicBool::new(false);
+    // What the first search has left, as it goes.
+    let first_left = AtomicU64::new(u64::MAX);
     let no_one = |_: split::Shown| {};
     let first = std::thread::scope(|scope| {
         let seen = |shown: split::Shown| {
@@ -198,16 +205,19 @@ pub(super) fn plan_split(
                     && shown.differs(search.differs_in)
                     && !slot.started.swap(true, Ordering::Relaxed)
                 {
-                    let run = &run;
+                    let (run, first_left) = (&run, &first_left);
                     let (meter, no_one) = (split_budget.meter(), &no_one);
                     scope.spawn(move || {
-                        let found = run(search, meter, (false, &slot.abandoned, no_one));
+                        yield_to_first();
+                        let role = Role::Ahead(&slot.abandoned, first_left);
+                        let found = run(search, meter, (role, no_one));
                         *lock(&slot.found) = Some(found);
                     });
                 }
             }
         };
-        let first = run(first_search, split_budget.meter(), (true, &never, &seen));
+        let role = Role::First(&first_left);
+        let first = run(first_search, split_budget.meter(), (role, &seen));
         // What the first's outcome does not call for is abandoned.
         let shown = first.as_ref().ok().map(|(f, _)| split::Shown::of(&f.info.chains, f.saw_rows, f.tried_rows));
         for (search, slot) in others.iter().zip(&ahead) {
@@ -227,11 +237,11 @@ pub(super) fn plan_split(
             && meter.spent() <= first_meter.left()
     };
     let mut found: Vec<Option<Result<(split::Outcome, Meter)>>> = Vec::new();
-    for (search, slot) in others.iter().zip(ahead) {
-        let wanted = eligible(search) && shown.differs(search.differs_in);
+    for slot in ahead {
+        let abandoned = slot.abandoned.into_inner();
         let ahead = slot.found.into_inner().unwrap_or_else(|e| e.into_inner());
         found.push(match ahead {
-            Some(Ok((f, meter))) if wanted && stands(&meter) => Some(Ok((f, meter))),
+            Some(Ok((f, meter))) if !abandoned && stands(&meter) => Some(Ok((f, meter))),
             _ => None,
         });
     }
@@ -245,9 +255,9 @@ pub(super) fn plan_split(
         let handles: Vec<_> = again
             .iter()
             .map(|&i| {
-                let (run, never, no_one) = (&run, &never, &no_one);
+                let (run, no_one) = (&run, &no_one);
                 let meter = first_meter.share(1);
-                scope.spawn(move || run(&others[i], meter, (false, never, no_one)))
+                scope.spawn(move || run(&others[i], meter, (Role::After, no_one)))
             })
             .collect();
         handles
@@ -329,6 +339,63 @@ pub(super) fn plan_split(
         ended_by: ended.name().into(),
     });
     Ok(planned)
+}
+
+/// Lowers the calling thread's scheduling priority to the least (nice 19, Linux), so a
+/// search made ahead takes the cores the first search leaves idle rather than slowing it:
+/// when the first runs to the end of its allowance, nothing made ahead can stand, and the
+/// first must not have shared its core. No result depends on it.
+#[cfg(target_os = "linux")]
+fn yield_to_first() {
+    // SAFETY: gettid takes no argument; setpriority on one thread's id changes that
+    // thread's nice value only, and lowering it needs no privilege (an error changes
+    // nothing).
+    unsafe {
+        let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, thread, 19);
+    }
+}
+
+/// Priorities are left as they are outside Linux.
+#[cfg(not(target_os = "linux"))]
+fn yield_to_first() {}
+
+/// How a search of split::SEARCHES runs beside the first.
+#[derive(Clone, Copy)]
+enum Role<'a> {
+    /// The first search: it publishes what its meter has left after each charge.
+    First(&'a AtomicU64),
+    /// A search made ahead, side by side with the first, on the whole allowance: it stops,
+    /// abandoned, once it has spent more than the first has left (its result could then not
+    /// stand: the first's leftover only shrinks, its own spending only grows), or when the
+    /// driver abandons it.
+    Ahead(&'a AtomicBool, &'a AtomicU64),
+    /// A search made after the first, on what the first left.
+    After,
+}
+
+impl Role<'_> {
+    /// After a charge to `meter`: false once a search made ahead is abandoned.
+    fn keeps_pace(self, meter: &Meter) -> bool {
+        match self {
+            Role::First(left) => {
+                left.store(meter.left(), Ordering::Relaxed);
+                true
+            }
+            Role::Ahead(abandoned, first_left) => {
+                if meter.spent() > first_left.load(Ordering::Relaxed) {
+                    abandoned.store(true, Ordering::Relaxed);
+                }
+                !abandoned.load(Ordering::Relaxed)
+            }
+            Role::After => true,
+        }
+    }
+
+    /// Whether the search was abandoned (its result will not be used).
+    fn abandoned(self) -> bool {
+        matches!(self, Role::Ahead(a, _) if a.load(Ordering::Relaxed))
+    }
 }
 
 /// A search of split::SEARCHES made ahead, side by side with the first.

@@ -157,7 +157,7 @@ pub fn candidates(
         search_time: options.search_time,
     };
     // A round another search is ranking is waited for, not ranked twice.
-    let made = rounds.memo.get_or_make(round, || {
+    let made = rounds.memo.get_or_make(round, !options.first, || {
         let charged = std::cell::Cell::new(0u64);
         let counted = |units: u64| {
             charged.set(charged.get().saturating_add(units));
@@ -236,7 +236,7 @@ fn rank(
             let found = target(
                 planned,
                 live,
-                (&allowed, options.progressive_bands, options.grade_ahead),
+                (&allowed, options.progressive_bands, options.first),
                 &grids,
                 allowance,
                 (spend, cuts, &keys),

@@ -23,15 +23,23 @@ impl<K, V> Default for Memo<K, V> {
 
 impl<K: Hash + Eq, V: Clone> Memo<K, V> {
     /// The value of `key` and whether it was known: made by `make` when no thread made it
-    /// before. While one thread makes it, the others asking for it wait; when `make` fails,
-    /// nothing is kept, and the next thread to ask makes it in turn.
+    /// before. While one thread makes it, the others asking for it wait, unless `wait` is
+    /// false: then the asking thread makes it too, on its own (a thread that must not wait
+    /// for a slower one); when `make` fails, nothing is kept, and the next thread to ask
+    /// makes it in turn.
     pub fn get_or_make<E>(
         &self,
         key: K,
+        wait: bool,
         make: impl FnOnce() -> Result<V, E>,
     ) -> Result<(V, bool), E> {
         let slot = lock(&self.slots).entry(key).or_default().clone();
-        let mut value = lock(&slot);
+        let mut value = match slot.try_lock() {
+            Ok(value) => value,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) if !wait => return Ok((make()?, false)),
+            Err(std::sync::TryLockError::WouldBlock) => lock(&slot),
+        };
         if let Some(v) = value.as_ref() {
             return Ok((v.clone(), true));
         }
@@ -54,7 +62,7 @@ mod tests {
             for _ in 0..8 {
                 s.spawn(|| {
                     let (v, _) = memo
-                        .get_or_make(7, || {
+                        .get_or_make(7, true, || {
                             made.fetch_add(1, Ordering::SeqCst);
                             std::thread::sleep(std::time::Duration::from_millis(20));
                             Ok::<_, ()>(49)
@@ -70,8 +78,28 @@ mod tests {
     #[test]
     fn a_failed_make_keeps_nothing() {
         let memo: Memo<u32, u64> = Memo::default();
-        assert_eq!(memo.get_or_make(1, || Err::<u64, _>("no")), Err("no"));
-        assert_eq!(memo.get_or_make(1, || Ok::<_, ()>(3)), Ok((3, false)));
-        assert_eq!(memo.get_or_make(1, || Ok::<_, ()>(4)), Ok((3, true)));
+        assert_eq!(memo.get_or_make(1, true, || Err::<u64, _>("no")), Err("no"));
+        assert_eq!(memo.get_or_make(1, true, || Ok::<_, ()>(3)), Ok((3, false)));
+        assert_eq!(memo.get_or_make(1, true, || Ok::<_, ()>(4)), Ok((3, true)));
+    }
+
+    #[test]
+    fn a_thread_that_does_not_wait_makes_the_value_itself() {
+        let memo: Memo<u32, u64> = Memo::default();
+        let (started, done) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                memo.get_or_make(5, true, || {
+                    started.wait();
+                    done.wait();
+                    Ok::<_, ()>(25)
+                })
+            });
+            started.wait();
+            // The other thread holds the key: this one makes its own value, and it is not kept.
+            assert_eq!(memo.get_or_make(5, false, || Ok::<_, ()>(25)), Ok((25, false)));
+            done.wait();
+        });
+        assert_eq!(memo.get_or_make(5, true, || Ok::<_, ()>(0)), Ok((25, true)));
     }
 }

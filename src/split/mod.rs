@@ -114,10 +114,11 @@ pub struct SplitOptions {
     pub early_tiles: bool,
     /// Without a budget, also try row strips finer than 8 (up to [`candidates::MAX_STRIPS`]).
     pub fine_strips: bool,
-    /// Grade the chains around each step side by side before walking them in turn (see
-    /// [`target::target`]): for a search that runs alone, with cores to spare. It changes
-    /// no result.
-    pub grade_ahead: bool,
+    /// The pipeline's first search, which the others must not slow: it grades the chains
+    /// around each step side by side before walking them in turn (see [`target::target`]),
+    /// and never waits for a round another search is ranking (it ranks it too). Neither
+    /// changes a result.
+    pub first: bool,
 }
 
 /// One search of [`SEARCHES`].
@@ -301,7 +302,7 @@ impl Default for SplitOptions {
             progressive_bands: false,
             early_tiles: false,
             fine_strips: true,
-            grade_ahead: false,
+            first: false,
         }
     }
 }
