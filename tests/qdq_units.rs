@@ -360,3 +360,49 @@ fn weight_dqs_run_with_their_unit() {
         assert_verifies(&path, &table_path);
     }
 }
+
+/// x [1,256] float → Q → x_q int8 → DQ → d, read by two nodes that form no unit: Relu → y1
+/// and Sigmoid → y2 (graph outputs).
+fn shared_dq_of_literal_readers() -> ModelProto {
+    model(GraphProto {
+        name: Some("shared_dq".into()),
+        node: vec![
+            node("QuantizeLinear", &["x", "s", "z"], &["x_q"]),
+            node("DequantizeLinear", &["x_q", "s", "z"], &["d"]),
+            node("Relu", &["d"], &["y1"]),
+            node("Sigmoid", &["d"], &["y2"]),
+        ],
+        input: vec![float_info("x", &[1, 256])],
+        output: vec![float_info("y1", &[1, 256]), float_info("y2", &[1, 256])],
+        initializer: vec![
+            raw_init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
+            raw_init("z", &[], 3, vec![0]),
+        ],
+        ..Default::default()
+    })
+}
+
+/// The split stage gives each reader of a DQ its own copy, so that tile copies of a unit keep
+/// theirs; a reader that forms no unit then reads a float copy of its own. When the split
+/// cuts no chain (here its work ends at once), the table is the plain plan's, made from the
+/// model as given: the same tensors (x, x_q, d, y1, y2 and the two constants: no copy of d)
+/// and the same arena.
+#[test]
+fn a_split_that_cuts_nothing_writes_the_plain_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = shared_dq_of_literal_readers();
+    let (_, plain) = plan_written(dir.path(), "plain", &m, &[]);
+    let split_args = ["--split", "auto", "--split-time", "0.0001"];
+    let (_, split) = plan_written(dir.path(), "split", &m, &split_args);
+    let (plain, split) = (read_table(&plain), read_table(&split));
+    assert_eq!(split.splits.as_ref().map(|s| s.chains.len()), Some(0));
+    let names = |t: &onnx_memplan::emit::Table| {
+        let mut n: Vec<String> = t.tensors.iter().map(|t| t.name.clone()).collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&split), ["d", "s", "x", "x_q", "y1", "y2", "z"]);
+    assert_eq!(names(&plain), names(&split));
+    let arena = |t: &onnx_memplan::emit::Table| t.arenas.iter().map(|a| a.bytes).sum::<u64>();
+    assert_eq!(arena(&plain), arena(&split));
+}

@@ -47,9 +47,15 @@ pub(super) fn plan_split(
     // With QDQ units each reader of a DQ gets its own, so every tile copy of a chain's unit
     // keeps its DQ (split::dequantize).
     let mut proto = proto;
-    if options.qdq_in_effect() == crate::units::QdqChoice::Units {
-        split::dequantize::unique_readers(&mut proto);
-    }
+    // The model as given, when the copies changed it: its unsplit plan is planned from it,
+    // as without the split (a reader that forms no unit would read a float copy of its own).
+    let given = match options.qdq_in_effect() == crate::units::QdqChoice::Units {
+        true => {
+            let given = proto.clone();
+            (split::dequantize::unique_readers(&mut proto) > 0).then_some((given, options.clone()))
+        }
+        false => None,
+    };
     // Split tiles land in their chain's output as strided views (where that lowers the
     // bound; see `liveness::analyse_best`). Row blocks may write over their input's rows in
     // the searches that let them (`blockwise`; not under a budget, where each step's operands
@@ -305,10 +311,16 @@ pub(super) fn plan_split(
         modes.tiers.is_empty() && modes.budget.is_none() && modes.partition.is_none();
     let arena = |p: &Planned| p.table.arenas.iter().map(|a| a.bytes).sum::<u64>();
     let mut info = outcome.info;
+    // The unsplit plan: the first plan, or the given model's plan when the DQ copies changed it.
+    let unsplit = |first: Planned, given: Option<(ModelProto, Options)>| match given {
+        Some((given, given_options)) => plan_proto(path, given, &given_options, budget),
+        None => Ok(first),
+    };
     let mut planned = if chains == 0 && unsplit_is_final {
-        first
+        unsplit(first, given)?
     } else if chains == 0 {
-        plan_proto(path, first.original, options, budget)?
+        let model = given.map_or(first.original, |(model, _)| model);
+        plan_proto(path, model, options, budget)?
     } else {
         let stored = Options {
             schedule: ScheduleChoice::Stored,
@@ -324,12 +336,21 @@ pub(super) fn plan_split(
                 e
             }
         })?;
-        if unsplit_is_final && arena(&first) <= arena(&split) {
-            info.chains.clear();
-            info.extra_macs = 0;
-            first
-        } else {
-            split
+        let unsplit = match unsplit_is_final {
+            true => Some(unsplit(first, given)?),
+            false => None,
+        };
+        match unsplit {
+            Some(unsplit) if arena(&unsplit) <= arena(&split) => {
+                info.chains.clear();
+                info.extra_macs = 0;
+                unsplit
+            }
+            Some(unsplit) => {
+                info.arena_before = arena(&unsplit);
+                split
+            }
+            None => split,
         }
     };
     info.arena_after = arena(&planned);
