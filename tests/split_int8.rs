@@ -124,31 +124,48 @@ fn qdq_scales() -> Vec<onnx_memplan::onnx::proto::TensorProto> {
     ]
 }
 
+/// The weight and bias DequantizeLinears of `layers` convolutions (w{l} with sw, zw and b{l}
+/// with sb, into dw{l} and db{l}), as quantize_static stores them: before the other nodes.
+fn weight_dqs(layers: usize) -> Vec<NodeProto> {
+    (1..=layers)
+        .flat_map(|l| {
+            [
+                node(
+                    "DequantizeLinear",
+                    &[&format!("w{l}"), "sw", "zw"],
+                    &[&format!("dw{l}")],
+                ),
+                node(
+                    "DequantizeLinear",
+                    &[&format!("b{l}"), "sb"],
+                    &[&format!("db{l}")],
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// The Conv unit of layer `l`: DQ `input` → Conv 3×3 pad 1 of the given stride (dw{l}, db{l})
+/// → Q → `out`, every activation by sx and zx; its float tensors are d{out} and f{out}.
+fn conv_unit(l: usize, input: &str, out: &str, stride: i64) -> [NodeProto; 3] {
+    let (d, f) = (format!("d{out}"), format!("f{out}"));
+    let conv = node("Conv", &[&d, &format!("dw{l}"), &format!("db{l}")], &[&f]);
+    [
+        node("DequantizeLinear", &[input, "sx", "zx"], &[&d]),
+        window(conv, stride),
+        node("QuantizeLinear", &[&f, "sx", "zx"], &[out]),
+    ]
+}
+
 /// The same chain as QDQ node units (int8 activations, zero point −20): the weight and bias
 /// DQs first, as quantize_static stores them, then x → Q → [DQ → Conv s2 → Q] → [DQ → Conv →
 /// Q] → [DQ → Conv → Q] → y int8 [1,4,8,8].
 fn qdq_chain() -> ModelProto {
-    let mut nodes = Vec::new();
-    for l in 1..=3 {
-        nodes.push(node(
-            "DequantizeLinear",
-            &[&format!("w{l}"), "sw", "zw"],
-            &[&format!("dw{l}")],
-        ));
-        nodes.push(node(
-            "DequantizeLinear",
-            &[&format!("b{l}"), "sb"],
-            &[&format!("db{l}")],
-        ));
-    }
+    let mut nodes = weight_dqs(3);
     nodes.push(node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]));
     for (l, stride) in [(1, 2), (2, 1), (3, 1)] {
         let (input, out) = (format!("q{}", l - 1), format!("q{l}"));
-        let (d, c) = (format!("d{l}"), format!("c{l}"));
-        nodes.push(node("DequantizeLinear", &[&input, "sx", "zx"], &[&d]));
-        let conv = node("Conv", &[&d, &format!("dw{l}"), &format!("db{l}")], &[&c]);
-        nodes.push(window(conv, stride));
-        nodes.push(node("QuantizeLinear", &[&c, "sx", "zx"], &[&out]));
+        nodes.extend(conv_unit(l, &input, &out, stride));
     }
     model(GraphProto {
         name: Some("qdq_chain".into()),
@@ -305,19 +322,7 @@ fn a_chain_of_qdq_units_splits_into_units_per_tile() {
 /// Add → Q] → y [1,2,16,16]. The DQ of q0 is read by both the first Conv and the Add, as
 /// quantize_static writes a tensor read twice.
 fn qdq_residual() -> ModelProto {
-    let mut nodes = Vec::new();
-    for l in 1..=2 {
-        nodes.push(node(
-            "DequantizeLinear",
-            &[&format!("w{l}"), "sw", "zw"],
-            &[&format!("dw{l}")],
-        ));
-        nodes.push(node(
-            "DequantizeLinear",
-            &[&format!("b{l}"), "sb"],
-            &[&format!("db{l}")],
-        ));
-    }
+    let mut nodes = weight_dqs(2);
     nodes.push(node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]));
     nodes.push(node("DequantizeLinear", &["q0", "sx", "zx"], &["d0"]));
     for l in 1..=2 {
@@ -597,28 +602,9 @@ fn string(name: &str, value: &str) -> onnx_memplan::onnx::proto::AttributeProto 
 /// Q → [DQ → Conv 3×3 pad 1 → Q] → c [1,4,16,16] → [DQ → Resize nearest ×2 (asymmetric,
 /// floor) → Q] → u [1,4,32,32] → [DQ → Conv 3×3 pad 1 → Q] → y [1,4,32,32].
 fn qdq_upsample() -> ModelProto {
-    let mut nodes = Vec::new();
-    for l in 1..=2 {
-        nodes.push(node(
-            "DequantizeLinear",
-            &[&format!("w{l}"), "sw", "zw"],
-            &[&format!("dw{l}")],
-        ));
-        nodes.push(node(
-            "DequantizeLinear",
-            &[&format!("b{l}"), "sb"],
-            &[&format!("db{l}")],
-        ));
-    }
+    let mut nodes = weight_dqs(2);
     nodes.push(node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]));
-    let conv = |l: usize, input: &str, out: &str, nodes: &mut Vec<NodeProto>| {
-        let (d, c) = (format!("d{out}"), format!("f{out}"));
-        nodes.push(node("DequantizeLinear", &[input, "sx", "zx"], &[&d]));
-        let n = node("Conv", &[&d, &format!("dw{l}"), &format!("db{l}")], &[&c]);
-        nodes.push(window(n, 1));
-        nodes.push(node("QuantizeLinear", &[&c, "sx", "zx"], &[out]));
-    };
-    conv(1, "q0", "c", &mut nodes);
+    nodes.extend(conv_unit(1, "q0", "c", 1));
     nodes.push(node("DequantizeLinear", &["c", "sx", "zx"], &["rc"]));
     let mut resize = node("Resize", &["rc", "", "scales"], &["fu"]);
     resize.attribute = vec![
@@ -628,7 +614,7 @@ fn qdq_upsample() -> ModelProto {
     ];
     nodes.push(resize);
     nodes.push(node("QuantizeLinear", &["fu", "sx", "zx"], &["u"]));
-    conv(2, "u", "y", &mut nodes);
+    nodes.extend(conv_unit(2, "u", "y", 1));
     let scales = [1f32, 1., 2., 2.].iter().flat_map(|v| v.to_le_bytes());
     model(GraphProto {
         name: Some("qdq_upsample".into()),

@@ -52,10 +52,11 @@ pub(super) fn plan_split(
     let given = match options.qdq_in_effect() == crate::units::QdqChoice::Units {
         true => {
             let given = proto.clone();
-            (split::dequantize::unique_readers(&mut proto) > 0).then_some((given, options.clone()))
+            (split::dequantize::unique_readers(&mut proto) > 0).then_some(given)
         }
         false => None,
     };
+    let given_options = options;
     // Split tiles land in their chain's output as strided views (where that lowers the
     // bound; see `liveness::analyse_best`). Row blocks may write over their input's rows in
     // the searches that let them (`blockwise`; not under a budget, where each step's operands
@@ -169,13 +170,13 @@ pub(super) fn plan_split(
             progressive_bands: search.progressive_bands,
             early_tiles: search.early_tiles,
             fine_strips: search.fine_strips,
-            first: matches!(role, Role::First(_)),
+            first: role.is_first(),
             ..split_options
         };
         let trial = |model: ModelProto| match role.abandoned() {
             true => Ok(None),
             false => {
-                let wait = !matches!(role, Role::First(_));
+                let wait = !role.is_first();
                 budgeted_trial(model, (search.blockwise, wait), (&spend, &meter))
             }
         };
@@ -199,7 +200,10 @@ pub(super) fn plan_split(
     // the first. The best rank wins (under a budget the one that fits, then the smallest
     // arena; the first of equals, in split::SEARCHES order).
     let (first_search, others) = split::SEARCHES.split_first().expect("a first search");
-    let eligible = |search: &split::Search| !search.blockwise || can_overwrite_blocks;
+    // Whether the first search, having shown `shown`, calls for `search`.
+    let wanted = |search: &split::Search, shown: split::Shown| {
+        (!search.blockwise || can_overwrite_blocks) && shown.differs(search.differs_in)
+    };
     let ahead: Vec<Ahead> = others.iter().map(|_| Ahead::default()).collect();
     // What the first search has left, as it goes.
     let first_left = AtomicU64::new(u64::MAX);
@@ -207,10 +211,7 @@ pub(super) fn plan_split(
     let first = std::thread::scope(|scope| {
         let seen = |shown: split::Shown| {
             for (search, slot) in others.iter().zip(&ahead) {
-                if eligible(search)
-                    && shown.differs(search.differs_in)
-                    && !slot.started.swap(true, Ordering::Relaxed)
-                {
+                if wanted(search, shown) && !slot.started.swap(true, Ordering::Relaxed) {
                     let (run, first_left) = (&run, &first_left);
                     let (meter, no_one) = (split_budget.meter(), &no_one);
                     scope.spawn(move || {
@@ -225,16 +226,16 @@ pub(super) fn plan_split(
         let role = Role::First(&first_left);
         let first = run(first_search, split_budget.meter(), (role, &seen));
         // What the first's outcome does not call for is abandoned.
-        let shown = first.as_ref().ok().map(|(f, _)| split::Shown::of(&f.info.chains, f.saw_rows, f.tried_rows));
+        let shown = first.as_ref().ok().map(|(f, _)| f.shown);
         for (search, slot) in others.iter().zip(&ahead) {
-            if !shown.is_some_and(|s| s.differs(search.differs_in)) {
+            if !shown.is_some_and(|shown| wanted(search, shown)) {
                 slot.abandoned.store(true, Ordering::Relaxed);
             }
         }
         first
     });
     let (first_found, first_meter) = first?;
-    let shown = split::Shown::of(&first_found.info.chains, first_found.saw_rows, first_found.tried_rows);
+    let shown = first_found.shown;
     // A search made ahead stands when it completed within what the first left (then every
     // charge it made would have been granted after the first too).
     let stands = |meter: &Meter| {
@@ -252,7 +253,7 @@ pub(super) fn plan_split(
         });
     }
     let again: Vec<usize> = (0..others.len())
-        .filter(|&i| found[i].is_none() && eligible(&others[i]) && shown.differs(others[i].differs_in))
+        .filter(|&i| found[i].is_none() && wanted(&others[i], shown))
         .collect();
     // On threads of their own, as the searches made ahead: a search waits in the memos for a
     // trial another is planning, which a rayon worker must not do (it could be the worker
@@ -312,14 +313,14 @@ pub(super) fn plan_split(
     let arena = |p: &Planned| p.table.arenas.iter().map(|a| a.bytes).sum::<u64>();
     let mut info = outcome.info;
     // The unsplit plan: the first plan, or the given model's plan when the DQ copies changed it.
-    let unsplit = |first: Planned, given: Option<(ModelProto, Options)>| match given {
-        Some((given, given_options)) => plan_proto(path, given, &given_options, budget),
+    let unsplit = |first: Planned, given: Option<ModelProto>| match given {
+        Some(given) => plan_proto(path, given, given_options, budget),
         None => Ok(first),
     };
     let mut planned = if chains == 0 && unsplit_is_final {
         unsplit(first, given)?
     } else if chains == 0 {
-        let model = given.map_or(first.original, |(model, _)| model);
+        let model = given.unwrap_or(first.original);
         plan_proto(path, model, options, budget)?
     } else {
         let stored = Options {
@@ -411,6 +412,11 @@ impl Role<'_> {
             }
             Role::After => true,
         }
+    }
+
+    /// Whether this is the first search.
+    fn is_first(self) -> bool {
+        matches!(self, Role::First(_))
     }
 
     /// Whether the search was abandoned (its result will not be used).

@@ -166,14 +166,11 @@ pub fn candidates(
         let found = rank(planned, live, origin, allowance, options, aim, (&counted, cuts))?;
         Ok((planned.clone(), found.into(), charged.get()))
     });
-    match made {
-        Ok(((_, found, _), false)) => Ok(found.to_vec()),
-        Ok(((_, found, work), true)) => match spend(work) {
-            true => Ok(found.to_vec()),
-            false => Err(Spent),
-        },
-        Err(spent) => Err(spent),
+    let ((_, found, work), known) = made?;
+    if known && !spend(work) {
+        return Err(Spent);
     }
+    Ok(found.to_vec())
 }
 
 /// Chains around every hot step, each with its best grid within `allowance` extra MACs, best

@@ -389,6 +389,11 @@ fn nchw_inputs(
 }
 
 impl Chain {
+    /// The value chain node `k` makes.
+    pub fn value_of(&self, graph: &Graph, k: usize) -> ValueId {
+        graph.nodes[self.nodes[k]].outputs[0].expect("chain nodes have an output")
+    }
+
     /// H × W of input `i` of chain node `k`, when it is read by tiles: its producer's in the
     /// chain; an NCHW input's own; a token-major input's, the reading node's (rows map one to
     /// one).

@@ -148,7 +148,7 @@ pub fn crops_after_quantize(graph: &Graph, chain: &Chain, k: usize) -> bool {
     let Some(&next) = chain.nodes.get(k + 1) else {
         return false;
     };
-    let value = &graph.values[graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output")];
+    let value = &graph.values[chain.value_of(graph, k)];
     graph.nodes[next].op_type == "QuantizeLinear"
         && chain.reads[k + 1].first() == Some(&Read::Inside(k))
         && chain.reads[k + 1].iter().filter(|r| **r == Read::Inside(k)).count() == 1

@@ -197,7 +197,7 @@ impl ChainEstimate {
             .chain([&chain.last])
             .map(|&k| {
                 let [h, w] = chain.grids[k];
-                let v = graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output");
+                let v = chain.value_of(graph, k);
                 bytes(per_position(graph, v, chain.grids[k]), (h * w) as u64)
             })
             .sum();

@@ -125,7 +125,7 @@ pub fn rewrite(
     let mut assembly: Vec<Assembly> = outputs
         .iter()
         .map(|&k| {
-            let name = &graph.values[output_of(graph, chain, k)].name;
+            let name = &graph.values[chain.value_of(graph, k)].name;
             Assembly::new(name, chain.layouts[k].concat_axes())
         })
         .collect();
@@ -137,7 +137,7 @@ pub fn rewrite(
     if tiling.streamed {
         for k in (0..chain.nodes.len()).filter(|&k| !recomputed[k]) {
             if chain.reads.iter().flatten().any(|r| *r == Read::Inside(k)) {
-                let name = graph.values[output_of(graph, chain, k)].name.clone();
+                let name = graph.values[chain.value_of(graph, k)].name.clone();
                 bands.insert(name, Bands::along_rows(chain.grids[k]));
             }
         }
@@ -192,7 +192,7 @@ pub fn rewrite(
                     // A streamed chain's tiles read the rows the earlier ones made too.
                     Read::Inside(j) if tiling.streamed && !recomputed[j] => {
                         let [h, w] = chain.grids[j];
-                        let name = graph.values[output_of(graph, chain, j)].name.clone();
+                        let name = graph.values[chain.value_of(graph, j)].name.clone();
                         (name, full(h, w), chain.layouts[j])
                     }
                     Read::Inside(j) => (made[j].clone(), tile.computed[j], chain.layouts[j]),
@@ -230,7 +230,7 @@ pub fn rewrite(
                 inputs.push(name);
             }
             let source = &old[id];
-            let out = b.fresh(&graph.values[output_of(graph, chain, k)].name, &tag);
+            let out = b.fresh(&graph.values[chain.value_of(graph, k)].name, &tag);
             let node_name = b.fresh(
                 if node.name.is_empty() {
                     &node.op_type
@@ -256,7 +256,7 @@ pub fn rewrite(
                     attribute.push(ints_attribute("pads", p.to_vec()));
                 }
                 (Rule::Upsample(up), _) => {
-                    let shape = shape_of(graph, output_of(graph, chain, k))
+                    let shape = shape_of(graph, chain.value_of(graph, k))
                         .expect("chain outputs have shapes");
                     upsample_copy(&mut b, node, up, &shape, tile.produced[k], &mut inputs);
                     if up.kind == UpsampleKind::ConvTranspose {
@@ -266,7 +266,7 @@ pub fn rewrite(
                 }
                 (Rule::Rows, _) if node.op_type == "Reshape" => {
                     // The copy's own shape: the tile's positions on the output's axes.
-                    let shape = shape_of(graph, output_of(graph, chain, k))
+                    let shape = shape_of(graph, chain.value_of(graph, k))
                         .expect("chain outputs have shapes");
                     let target = tile_shape(shape, chain.layouts[k], tile.produced[k]);
                     inputs[1] = b.constant(target);
@@ -290,7 +290,7 @@ pub fn rewrite(
                 b.slice(&out, bounds, &tag)
             };
             if tiling.streamed {
-                let name = &graph.values[output_of(graph, chain, k)].name;
+                let name = &graph.values[chain.value_of(graph, k)].name;
                 if let Some(parts) = bands.get_mut(name) {
                     let span = tile.computed[k][0];
                     parts.push(made_k.clone(), span);
@@ -310,7 +310,7 @@ pub fn rewrite(
             made.push(made_k);
         }
         for (k, from, tail) in kept {
-            let name = &graph.values[output_of(graph, chain, k)].name;
+            let name = &graph.values[chain.value_of(graph, k)].name;
             let parts = bands.get_mut(name).expect("streamed nodes have bands");
             parts.keep_from(from, tail);
         }
@@ -357,7 +357,7 @@ pub fn rewrite(
 
     let internal: HashSet<&str> = (0..chain.nodes.len())
         .filter(|k| !outputs.contains(k))
-        .map(|k| graph.values[output_of(graph, chain, k)].name.as_str())
+        .map(|k| graph.values[chain.value_of(graph, k)].name.as_str())
         .chain(concats.iter().chain(&unsliced).map(|&c| {
             let out = graph.nodes[c].outputs[0].expect("a Concat or Slice has an output");
             graph.values[out].name.as_str()
@@ -475,7 +475,8 @@ fn reads_constants_only(graph: &Graph, n: NodeId) -> bool {
     let node = &graph.nodes[n];
     node.inputs.iter().flatten().all(|&v| {
         let value = &graph.values[v];
-        value.producer.is_none() && (value.kind == ValueKind::Initializer || value.constant.is_some())
+        value.producer.is_none()
+            && (value.kind == ValueKind::Initializer || value.constant.is_some())
     }) && node.outputs.iter().flatten().all(|&v| !graph.values[v].is_output)
 }
 
@@ -539,11 +540,6 @@ fn tile_shape(mut shape: Vec<i64>, layout: Layout, region: Region) -> Vec<i64> {
         Layout::Tokens(axis) => shape[axis] = area(region),
     }
     shape
-}
-
-/// The value chain node `k` makes.
-fn output_of(graph: &Graph, chain: &Chain, k: usize) -> usize {
-    graph.nodes[chain.nodes[k]].outputs[0].expect("chain nodes have an output")
 }
 
 /// The inputs of an upsampling node's tile copy: a Resize given `sizes` gets the sizes of
@@ -618,4 +614,3 @@ impl Assembly {
         }
     }
 }
-

@@ -35,12 +35,8 @@ pub struct Outcome {
     pub over_budget: u64,
     /// The `splits` section of the table (its `source` left for the caller to fill).
     pub info: SplitsInfo,
-    /// Whether any round found a row chain to cut (whether searches whose trials let blocks
-    /// write over their input could find anything else).
-    pub saw_rows: bool,
-    /// Whether any round planned a row chain as a trial (whether searches differing in how
-    /// they cut rows could find anything else).
-    pub tried_rows: bool,
+    /// What the search showed (whether the other searches could find anything else).
+    pub shown: super::Shown,
 }
 
 type Score = (u64, u64, u64, usize);
@@ -313,6 +309,7 @@ pub fn search(
         chains.clear();
     }
     let (over_budget, arena_after) = (last.0, last.1);
+    let shown = super::Shown::of(&chains, saw_rows, tried_rows);
     let model = current.map_or_else(
         || input.clone(),
         |c| in_schedule_order(&c.0, &c.1.table.schedule),
@@ -332,8 +329,7 @@ pub fn search(
             extra_macs: used,
             chains,
         },
-        saw_rows,
-        tried_rows,
+        shown,
     })
 }
 

@@ -104,9 +104,10 @@ pub struct Aim {
 /// ([`super::estimate::live_bytes`]); chains are cut through `cuts` and signed by `keys` (the
 /// plan graph's). The estimates are charged to `spend`; once they would pass `share` units,
 /// no lower level is looked at and the answer of the levels done stands (deep networks of
-/// cheap halos, where every chain fits, would otherwise spend the whole search on ranking). With `ahead` (the first search, see `SplitOptions::first`), the
-/// chains around each step are graded side by side before the walk takes them in turn: the
-/// same grades, charged the same work in the same order.
+/// cheap halos, where every chain fits, would otherwise spend the whole search on ranking).
+/// With `ahead` (the first search, see `SplitOptions::first`), the chains around each step
+/// are graded side by side before the walk takes them in turn: the same grades, charged the
+/// same work in the same order.
 #[allow(clippy::too_many_arguments)]
 pub fn target(
     planned: &TrialPlan,
