@@ -94,17 +94,28 @@ pub(super) fn plan_split(
         deadline: split_budget.deadline,
         ..budget.part_of(trial_work)
     };
-    let plan_trial = |model: ModelProto, blockwise: bool| -> Result<Planned> {
+    // A trial's planners stop early only on the safety stops, and in a search made ahead
+    // when it is abandoned (`stop` replaces the cancel flag: see [`Role::Ahead`]).
+    let plan_trial = |model: ModelProto, blockwise: bool, stop: Option<&Arc<AtomicBool>>| {
         let trial = &trials[usize::from(blockwise)];
-        plan_for(path, model, trial, &trial_budget, Purpose::Trial)
+        let budget = match stop {
+            Some(stop) => &Budget {
+                cancel: Some(Arc::clone(stop)),
+                ..trial_budget.clone()
+            },
+            None => &trial_budget,
+        };
+        plan_for(path, model, trial, budget, Purpose::Trial)
     };
     // The trials planned so far, by the digest of their model and whether blocks overwrite;
     // the searches running side by side share it.
     let trials_done: Memo<(Digest, bool), (TrialPlan, u64)> = Memo::default();
     let payloads = Payloads::default();
     // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
+    // `None` when the meter is spent, or when `role`'s search is abandoned meanwhile: its
+    // trial, cut short, is not kept.
     let budgeted_trial = |mut model: ModelProto,
-                          (blockwise, wait): (bool, bool),
+                          (blockwise, role): (bool, Role),
                           (spend, meter): (split::Spend, &RefCell<Meter>)|
      -> Result<Option<TrialPlan>> {
         let nodes = nodes_of(&model);
@@ -115,14 +126,22 @@ pub(super) fn plan_split(
         // planned before, or being planned by another search, is taken at the charge it had,
         // so no result changes.
         let key = (digest(&mut model, &payloads), blockwise);
-        let ((trial, work), _) = trials_done.get_or_make(key, wait, || -> Result<_> {
-            let planned = plan_trial(model, blockwise)?;
+        let made = trials_done.get_or_make(key, !role.is_first(), || -> Result<_> {
+            let planned = plan_trial(model, blockwise, role.stop());
+            if role.abandoned() {
+                return Err(Abandoned.into());
+            }
+            let planned = planned?;
             let trial = TrialPlan {
                 model: Arc::new(planned.model),
                 table: Arc::new(planned.table),
             };
             Ok((trial, planned.work))
-        })?;
+        });
+        let ((trial, work), _) = match made {
+            Err(e) if e.is::<Abandoned>() => return Ok(None),
+            made => made?,
+        };
         spend(work);
         Ok(Some(trial))
     };
@@ -175,10 +194,7 @@ pub(super) fn plan_split(
         };
         let trial = |model: ModelProto| match role.abandoned() {
             true => Ok(None),
-            false => {
-                let wait = !role.is_first();
-                budgeted_trial(model, (search.blockwise, wait), (&spend, &meter))
-            }
+            false => budgeted_trial(model, (search.blockwise, role), (&spend, &meter)),
         };
         let found = split::search(
             &original,
@@ -225,10 +241,14 @@ pub(super) fn plan_split(
         };
         let role = Role::First(&first_left);
         let first = run(first_search, split_budget.meter(), (role, &seen));
-        // What the first's outcome does not call for is abandoned.
+        // What the first's outcome does not call for is abandoned, and every search once a
+        // safety stop has ended the first.
         let shown = first.as_ref().ok().map(|(f, _)| f.shown);
+        let stopped = first
+            .as_ref()
+            .is_ok_and(|(_, meter)| matches!(meter.ending(), Ending::Time | Ending::Cancelled));
         for (search, slot) in others.iter().zip(&ahead) {
-            if !shown.is_some_and(|shown| wanted(search, shown)) {
+            if stopped || !shown.is_some_and(|shown| wanted(search, shown)) {
                 slot.abandoned.store(true, Ordering::Relaxed);
             }
         }
@@ -245,7 +265,7 @@ pub(super) fn plan_split(
     };
     let mut found: Vec<Option<Result<(split::Outcome, Meter)>>> = Vec::new();
     for slot in ahead {
-        let abandoned = slot.abandoned.into_inner();
+        let abandoned = slot.abandoned.load(Ordering::Relaxed);
         let ahead = slot.found.into_inner().unwrap_or_else(|e| e.into_inner());
         found.push(match ahead {
             Some(Ok((f, meter))) if !abandoned && stands(&meter) => Some(Ok((f, meter))),
@@ -390,13 +410,14 @@ enum Role<'a> {
     /// A search made ahead, side by side with the first, on the whole allowance: it stops,
     /// abandoned, once it has spent more than the first has left (its result could then not
     /// stand: the first's leftover only shrinks, its own spending only grows), or when the
-    /// driver abandons it.
-    Ahead(&'a AtomicBool, &'a AtomicU64),
+    /// driver abandons it. The flag is its trials' cancel flag, so a trial being planned
+    /// stops too: the driver waits for the searches made ahead before it goes on.
+    Ahead(&'a Arc<AtomicBool>, &'a AtomicU64),
     /// A search made after the first, on what the first left.
     After,
 }
 
-impl Role<'_> {
+impl<'a> Role<'a> {
     /// After a charge to `meter`: false once a search made ahead is abandoned.
     fn keeps_pace(self, meter: &Meter) -> bool {
         match self {
@@ -423,15 +444,29 @@ impl Role<'_> {
     fn abandoned(self) -> bool {
         matches!(self, Role::Ahead(a, _) if a.load(Ordering::Relaxed))
     }
+
+    /// The flag that stops a search made ahead's trials when it is abandoned.
+    fn stop(self) -> Option<&'a Arc<AtomicBool>> {
+        match self {
+            Role::Ahead(abandoned, _) => Some(abandoned),
+            _ => None,
+        }
+    }
 }
+
+/// A trial cut short because its search was abandoned (never kept in the trial memo).
+#[derive(Debug, thiserror::Error)]
+#[error("the search was abandoned")]
+struct Abandoned;
 
 /// A search of split::SEARCHES made ahead, side by side with the first.
 #[derive(Default)]
 struct Ahead {
     /// Whether it was started.
     started: AtomicBool,
-    /// Set when the first search's outcome does not call for it: it then stops.
-    abandoned: AtomicBool,
+    /// Set when the first search's outcome does not call for it: it then stops, and so does
+    /// the trial it is planning.
+    abandoned: Arc<AtomicBool>,
     /// What it found, with its meter.
     found: Mutex<Option<Result<(split::Outcome, Meter)>>>,
 }
