@@ -34,10 +34,10 @@ const TRIAL_WORK_PER_NODE: u64 = 9_000;
 /// eighth of the budget's work and the final plan's the rest, so the two never spend more
 /// than the budget. Each candidate's planners get the same allowance as the first plan's,
 /// charged to the split search's own allowance (`--split-time`), so the last candidates are
-/// planned as well as the first. The trials' safety stop is the split search's deadline, and the final
-/// plan's is `--time-limit` counted from the end of the search, so no plan's result depends
-/// on the time the search took. Without a mode the result is never larger than the unsplit
-/// plan: the rewrite is dropped when its final plan is not smaller.
+/// planned as well as the first. The trials' safety stop is the split search's deadline, and
+/// the final plan's is `--time-limit` counted from the end of the search, so no plan's result
+/// depends on the time the search took. Without a mode the result is never larger than the
+/// unsplit plan: the rewrite is dropped when its final plan is not smaller.
 pub(super) fn plan_split(
     path: &Path,
     proto: ModelProto,
