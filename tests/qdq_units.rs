@@ -406,3 +406,91 @@ fn a_split_that_cuts_nothing_writes_the_plain_plan() {
     let arena = |t: &onnx_memplan::emit::Table| t.arenas.iter().map(|a| a.bytes).sum::<u64>();
     assert_eq!(arena(&plain), arena(&split));
 }
+
+/// x [1,4,8,8] float → Q → x_q → [DQ → Conv 3×3 pad 1 (uint8 weight, int32 bias) → Q] → c_q
+/// [1,8,8,8] uint8 → [DQ → Reshape to [1,512] → Q] → f_q [1,512] uint8 → DQ → y. The Reshape
+/// unit's DQ and Q share scale `s` and zero point `z`, so it moves no byte.
+fn qdq_reshape() -> ModelProto {
+    let nodes = vec![
+        node("QuantizeLinear", &["x", "s", "z"], &["x_q"]),
+        node("DequantizeLinear", &["x_q", "s", "z"], &["d_x"]),
+        node("DequantizeLinear", &["w_q", "s", "z"], &["d_w"]),
+        node("DequantizeLinear", &["b_q", "s_b"], &["d_b"]),
+        with_ints(
+            node("Conv", &["d_x", "d_w", "d_b"], &["c"]),
+            "pads",
+            &[1, 1, 1, 1],
+        ),
+        node("QuantizeLinear", &["c", "s", "z"], &["c_q"]),
+        node("DequantizeLinear", &["c_q", "s", "z"], &["d_c"]),
+        node("Reshape", &["d_c", "shape"], &["f"]),
+        node("QuantizeLinear", &["f", "s", "z"], &["f_q"]),
+        node("DequantizeLinear", &["f_q", "s", "z"], &["y"]),
+    ];
+    let weights: Vec<u8> = (0..8 * 4 * 9).map(|i| (i * 37 % 256) as u8).collect();
+    let bias: Vec<u8> = (0..8i32).flat_map(|i| (i * 5 - 20).to_le_bytes()).collect();
+    let shape: Vec<u8> = [1i64, 512].iter().flat_map(|d| d.to_le_bytes()).collect();
+    model(GraphProto {
+        name: Some("qdq_reshape".into()),
+        node: nodes,
+        initializer: vec![
+            raw_init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
+            raw_init("z", &[], 2, vec![128]),
+            raw_init("s_b", &[], 1, 0.0025f32.to_le_bytes().to_vec()),
+            raw_init("w_q", &[8, 4, 3, 3], 2, weights),
+            raw_init("b_q", &[8], 6, bias),
+            raw_init("shape", &[2], 7, shape),
+        ],
+        input: vec![float_info("x", &[1, 4, 8, 8])],
+        output: vec![float_info("y", &[1, 512])],
+        ..Default::default()
+    })
+}
+
+/// Worked by hand, with `--exclude-io`. Units: conv = {DQ_x, DQ_w, DQ_b, Conv, Q_c} at steps
+/// 1–5, reshape = {DQ_c, Reshape, Q_f} at 6–8. Planned: x_q 256 [0,5], c_q 512 [1,8],
+/// f_q 512 [6,9]. onnxruntime drops the reshape unit's Q/DQ pair (same scale and zero
+/// point) and reshapes the integers, which a Reshape does in place: f_q is c_q's bytes. Live
+/// per step: 0: 256; 1–5: 768; 6–9: 512 (c_q and f_q one buffer); arena 768. Were f_q a
+/// buffer of its own, steps 6–8 would hold c_q + f_q = 1024.
+#[test]
+fn a_reshape_unit_gives_its_output_its_inputs_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--exclude-io"];
+    let (path, table_path) = plan_written(dir.path(), "reshape", &qdq_reshape(), &extra);
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(&table_path).unwrap()).unwrap();
+    assert_eq!(entry(&table, "f")["kind"], "fused");
+    assert_eq!(entry(&table, "d_c")["kind"], "fused");
+    let (c_q, f_q) = (entry(&table, "c_q"), entry(&table, "f_q"));
+    assert_eq!(f_q["alias_of"], "c_q");
+    assert_eq!(f_q["offset"], c_q["offset"]);
+    assert_eq!(table["arenas"][0]["bytes"], 768);
+    assert_verifies(&path, &table_path);
+    // The verifier derives the alias from the unit: a claim on another integer tensor, or
+    // at another offset, is refused.
+    let good = table.clone();
+    let position = |t: &Value, name: &str| {
+        t["tensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|e| e["name"] == name)
+            .unwrap()
+    };
+    let f = position(&good, "f_q");
+    assert_refuses_edited(
+        dir.path(),
+        &path,
+        &good,
+        &|t| t["tensors"][f]["alias_of"] = "x_q".into(),
+        "not the integer input of its QDQ unit",
+    );
+    assert_refuses_edited(
+        dir.path(),
+        &path,
+        &good,
+        &|t| t["tensors"][f]["offset"] = 256.into(),
+        "alias_of 'c_q'",
+    );
+}

@@ -6,7 +6,7 @@ use super::groups::{Buffer, Sharing};
 use super::lifetimes::{TensorKind, TensorLife};
 use super::rules::{slice_offsets, view_offset};
 use super::strided::{footprint, index_of, offset_of, row_major};
-use crate::ir::{Graph, NodeId, ValueId, concrete};
+use crate::ir::{Graph, NodeId, NodeUnit, ValueId, concrete};
 
 /// Mutable state of the grouping walk.
 pub(super) struct Grouping<'a> {
@@ -139,6 +139,42 @@ impl Grouping<'_> {
         let Some((input, out, b)) = self.first_input_and_output(node_id) else {
             return;
         };
+        self.alias_whole(input, out, b);
+    }
+
+    /// A QDQ node unit whose operator only reinterprets its input's bytes (a Reshape-like
+    /// operator whose Q and DQ share scale and zero point: onnxruntime drops the pair and
+    /// reshapes the integers): the unit's integer output takes the bytes of the integer input
+    /// its DQ reads, as the operator's output would take its input's.
+    pub(super) fn try_unit_alias(&mut self, unit: &NodeUnit) {
+        let graph = self.graph;
+        let op = &graph.nodes[unit.op];
+        let same_params = crate::units::table::rule_for(op)
+            .is_some_and(|r| r.types == crate::units::table::Types::SameParams);
+        let data = op.inputs.first().copied().flatten();
+        let made = op.outputs.first().copied().flatten();
+        let (Some(data), Some(made)) = (data, made) else {
+            return;
+        };
+        let dq = graph.values[data].producer;
+        let dq_input = dq
+            .filter(|dq| unit.nodes.contains(dq) || unit.shared.contains(dq))
+            .and_then(|dq| graph.nodes[dq].inputs.first().copied().flatten());
+        let q_output = match graph.values[made].consumers.as_slice() {
+            [q] if unit.nodes.contains(q) => graph.nodes[*q].outputs.first().copied().flatten(),
+            _ => None,
+        };
+        let (Some(input), Some(out)) = (self.tensor(dq_input), self.tensor(q_output)) else {
+            return;
+        };
+        if let (true, Some(b)) = (same_params, self.buffer_of[input]) {
+            self.alias_whole(input, out, b);
+        }
+    }
+
+    /// Makes `out` an alias of the whole of `input` (in buffer `b`) when `out` is alone in its
+    /// buffer, as large, and can take `input`'s layout.
+    fn alias_whole(&mut self, input: usize, out: usize, b: usize) {
         if self.single(out).is_none()
             || self.tensors[input].bytes != self.tensors[out].bytes
             || !self.keeps_layout(input, out)

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use super::strided::{check_strides, layout, span};
 use crate::emit::{Run, Table, offset_at};
 use crate::ir::{Graph, Node, concrete};
+use super::units::UnitFacts;
 use crate::liveness::rules::{ReuseRule, node_rule};
 
 /// Checks every sharing claim; returns, per table entry, the id of its alias class (entries
@@ -13,8 +14,7 @@ pub fn check_claims(
     graph: &Graph,
     table: &Table,
     index: &HashMap<&str, usize>,
-    steps: &[usize],
-    runs: &[Vec<Run>],
+    (steps, runs, units): (&[usize], &[Vec<Run>], &UnitFacts),
     problems: &mut Vec<String>,
 ) -> Vec<usize> {
     let ctx = Context {
@@ -23,6 +23,7 @@ pub fn check_claims(
         index,
         steps,
         runs,
+        units,
     };
     let mut parent: Vec<usize> = (0..table.tensors.len()).collect();
     for (a, entry) in table.tensors.iter().enumerate() {
@@ -64,6 +65,7 @@ struct Context<'a> {
     index: &'a HashMap<&'a str, usize>,
     steps: &'a [usize],
     runs: &'a [Vec<Run>],
+    units: &'a UnitFacts,
 }
 
 fn find(parent: &mut [usize], mut i: usize) -> usize {
@@ -96,7 +98,11 @@ fn output_names<'g>(graph: &'g Graph, node: &Node) -> Vec<Option<&'g str>> {
 /// move them together afterwards (see `modes::check_moves_together`).
 fn check_alias(ctx: &Context, a: usize, b: usize) -> Result<(), String> {
     let Context {
-        graph, table, runs, ..
+        graph,
+        table,
+        runs,
+        units,
+        ..
     } = *ctx;
     let (ea, eb) = (&table.tensors[a], &table.tensors[b]);
     let step = ea.first.max(eb.first);
@@ -112,10 +118,17 @@ fn check_alias(ctx: &Context, a: usize, b: usize) -> Result<(), String> {
     match ea.alias_offset {
         None => {
             let node = producer(graph, &ea.name).ok_or("not produced by a node")?;
-            if node_rule(graph, node) != ReuseRule::Alias {
+            let reinterprets = graph.value_id(&ea.name).and_then(|v| units.reinterprets.get(&v));
+            if let Some(&input) = reinterprets {
+                if graph.values[input].name != eb.name {
+                    return Err("not the integer input of its QDQ unit".into());
+                }
+            } else if node_rule(graph, node) != ReuseRule::Alias {
                 return Err(format!("{} does not alias its input", node.op_type));
             }
-            if input_names(graph, node).first().copied().flatten() != Some(eb.name.as_str()) {
+            if reinterprets.is_none()
+                && input_names(graph, node).first().copied().flatten() != Some(eb.name.as_str())
+            {
                 return Err("not the data input of its producer".into());
             }
             if oa != ob || ea.bytes != eb.bytes {
@@ -372,6 +385,7 @@ fn check_inplace(ctx: &Context, classes: &[usize], a: usize, x: usize) -> Result
         index,
         steps,
         runs,
+        ..
     } = *ctx;
     let (ea, ex) = (&table.tensors[a], &table.tensors[x]);
     let value = graph.value(&ea.name).ok_or("not in the model")?;

@@ -56,7 +56,8 @@ pub fn check_table(graph: &Graph, table: &Table) -> Vec<String> {
     if !problems.is_empty() {
         return problems;
     }
-    let classes = alias::check_claims(graph, table, &index, &steps, &runs, &mut problems);
+    let facts = (steps.as_slice(), runs.as_slice(), &units);
+    let classes = alias::check_claims(graph, table, &index, facts, &mut problems);
     modes::check_moves_together(table, &index, &classes, &mut problems);
     overlap::check_overlaps(table, &index, &classes, &runs, &mut problems);
     problems

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::emit::Table;
 use crate::ir::{DType, Graph, NodeId, ValueId};
+use crate::liveness::rules::{ReuseRule, node_rule};
 use crate::units::table::{self, DqInputs, QOutputs, Types};
 
 /// The units the table's options call for, as the verifier derives them.
@@ -18,6 +19,10 @@ pub struct UnitFacts {
     /// For each shared DQ's output, the unit operators reading their own copy of that DQ
     /// instead of it.
     pub copies: HashMap<ValueId, Vec<NodeId>>,
+    /// The integer output of each unit that only reinterprets bytes (a Reshape-like operator
+    /// whose Q and DQ share scale and zero point), with the integer input its DQ reads: the
+    /// output may be a full alias of that input.
+    pub reinterprets: HashMap<ValueId, ValueId>,
 }
 
 /// One derived unit.
@@ -28,6 +33,8 @@ struct Derived {
     /// DQs whose output other units read too (each unit holds a copy, as onnxruntime's).
     shared: Vec<NodeId>,
     internal: Vec<ValueId>,
+    /// (integer output, integer input) of a unit that only reinterprets bytes.
+    reinterprets: Option<(ValueId, ValueId)>,
 }
 
 /// The units of the graph: every match, each reading its own copy of a DQ that other nodes
@@ -114,6 +121,9 @@ pub fn check_units(
         }
         for &n in &unit.nodes {
             facts.span.insert(n, (lo, hi));
+        }
+        if let Some((out, input)) = unit.reinterprets {
+            facts.reinterprets.insert(out, input);
         }
     }
     // A shared DQ runs at its own step and keeps its input until its last reader's unit ends.
@@ -238,6 +248,15 @@ fn derive(graph: &Graph, op: NodeId) -> Option<Derived> {
     if all_q {
         internal.extend(outputs);
     }
+    // A Reshape-like operator between a DQ and a Q of the same scale and zero point moves no
+    // byte: its integer output is its integer input, reinterpreted.
+    let reinterprets = match (rule.types, q_nodes.as_slice(), dq_list.first()) {
+        (Types::SameParams, [q], Some(&dq)) if node_rule(graph, node) == ReuseRule::Alias => {
+            let out = graph.nodes[*q].outputs.first().copied().flatten();
+            out.zip(graph.nodes[dq].inputs.first().copied().flatten())
+        }
+        _ => None,
+    };
     let mut nodes = own;
     nodes.push(op);
     nodes.extend(q_nodes);
@@ -250,5 +269,6 @@ fn derive(graph: &Graph, op: NodeId) -> Option<Derived> {
         nodes,
         shared,
         internal,
+        reinterprets,
     })
 }
