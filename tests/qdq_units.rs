@@ -8,7 +8,7 @@ use common::{
     assert_verifies, assert_verify_refuses, float_info, model, node, plan_written, raw_init,
     read_table, root, run_cli, with_ints,
 };
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 use serde_json::Value;
 
 /// x [1,4,8,8] float → Q → [DQ → Conv 3×3 pad 1 (uint8 weight and int32 bias through DQs) → Q]
@@ -16,6 +16,31 @@ use serde_json::Value;
 /// [DQ → Add(·, shared DQ) → Q] → a_q → DQ → y [1,8,8,8] float. Every activation has scale
 /// `s` and zero point `z`.
 fn qdq_chain() -> ModelProto {
+    let (mut nodes, initializer) = conv_unit();
+    nodes.extend([
+        node("DequantizeLinear", &["c_q", "s", "z"], &["d_c"]),
+        node("Relu", &["d_c"], &["r"]),
+        node("QuantizeLinear", &["r", "s", "z"], &["r_q"]),
+        node("DequantizeLinear", &["r_q", "s", "z"], &["d_r"]),
+        node("Add", &["d_c", "d_r"], &["a"]),
+        node("QuantizeLinear", &["a", "s", "z"], &["a_q"]),
+        node("DequantizeLinear", &["a_q", "s", "z"], &["y"]),
+    ]);
+    model(GraphProto {
+        name: Some("qdq_chain".into()),
+        node: nodes,
+        initializer,
+        input: vec![float_info("x", &[1, 4, 8, 8])],
+        output: vec![float_info("y", &[1, 8, 8, 8])],
+        ..Default::default()
+    })
+}
+
+/// The first unit of [`qdq_chain`] and [`qdq_reshape`], with the initializers of both: x
+/// [1,4,8,8] float → Q → x_q → [DQ → Conv 3×3 pad 1 (uint8 weight w_q and int32 bias b_q
+/// through DQs) → Q] → c_q [1,8,8,8] uint8; scale `s` and zero point `z`, the bias's scale
+/// `s_b`.
+fn conv_unit() -> (Vec<NodeProto>, Vec<TensorProto>) {
     let nodes = vec![
         node("QuantizeLinear", &["x", "s", "z"], &["x_q"]),
         node("DequantizeLinear", &["x_q", "s", "z"], &["d_x"]),
@@ -27,30 +52,17 @@ fn qdq_chain() -> ModelProto {
             &[1, 1, 1, 1],
         ),
         node("QuantizeLinear", &["c", "s", "z"], &["c_q"]),
-        node("DequantizeLinear", &["c_q", "s", "z"], &["d_c"]),
-        node("Relu", &["d_c"], &["r"]),
-        node("QuantizeLinear", &["r", "s", "z"], &["r_q"]),
-        node("DequantizeLinear", &["r_q", "s", "z"], &["d_r"]),
-        node("Add", &["d_c", "d_r"], &["a"]),
-        node("QuantizeLinear", &["a", "s", "z"], &["a_q"]),
-        node("DequantizeLinear", &["a_q", "s", "z"], &["y"]),
     ];
     let weights: Vec<u8> = (0..8 * 4 * 9).map(|i| (i * 37 % 256) as u8).collect();
     let bias: Vec<u8> = (0..8i32).flat_map(|i| (i * 5 - 20).to_le_bytes()).collect();
-    model(GraphProto {
-        name: Some("qdq_chain".into()),
-        node: nodes,
-        initializer: vec![
-            raw_init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
-            raw_init("z", &[], 2, vec![128]),
-            raw_init("s_b", &[], 1, 0.0025f32.to_le_bytes().to_vec()),
-            raw_init("w_q", &[8, 4, 3, 3], 2, weights),
-            raw_init("b_q", &[8], 6, bias),
-        ],
-        input: vec![float_info("x", &[1, 4, 8, 8])],
-        output: vec![float_info("y", &[1, 8, 8, 8])],
-        ..Default::default()
-    })
+    let initializer = vec![
+        raw_init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
+        raw_init("z", &[], 2, vec![128]),
+        raw_init("s_b", &[], 1, 0.0025f32.to_le_bytes().to_vec()),
+        raw_init("w_q", &[8, 4, 3, 3], 2, weights),
+        raw_init("b_q", &[8], 6, bias),
+    ];
+    (nodes, initializer)
 }
 
 fn entry<'t>(table: &'t Value, name: &str) -> &'t Value {
@@ -411,36 +423,19 @@ fn a_split_that_cuts_nothing_writes_the_plain_plan() {
 /// [1,8,8,8] uint8 → [DQ → Reshape to [1,512] → Q] → f_q [1,512] uint8 → DQ → y. The Reshape
 /// unit's DQ and Q share scale `s` and zero point `z`, so it moves no byte.
 fn qdq_reshape() -> ModelProto {
-    let nodes = vec![
-        node("QuantizeLinear", &["x", "s", "z"], &["x_q"]),
-        node("DequantizeLinear", &["x_q", "s", "z"], &["d_x"]),
-        node("DequantizeLinear", &["w_q", "s", "z"], &["d_w"]),
-        node("DequantizeLinear", &["b_q", "s_b"], &["d_b"]),
-        with_ints(
-            node("Conv", &["d_x", "d_w", "d_b"], &["c"]),
-            "pads",
-            &[1, 1, 1, 1],
-        ),
-        node("QuantizeLinear", &["c", "s", "z"], &["c_q"]),
+    let (mut nodes, mut initializer) = conv_unit();
+    nodes.extend([
         node("DequantizeLinear", &["c_q", "s", "z"], &["d_c"]),
         node("Reshape", &["d_c", "shape"], &["f"]),
         node("QuantizeLinear", &["f", "s", "z"], &["f_q"]),
         node("DequantizeLinear", &["f_q", "s", "z"], &["y"]),
-    ];
-    let weights: Vec<u8> = (0..8 * 4 * 9).map(|i| (i * 37 % 256) as u8).collect();
-    let bias: Vec<u8> = (0..8i32).flat_map(|i| (i * 5 - 20).to_le_bytes()).collect();
+    ]);
     let shape: Vec<u8> = [1i64, 512].iter().flat_map(|d| d.to_le_bytes()).collect();
+    initializer.push(raw_init("shape", &[2], 7, shape));
     model(GraphProto {
         name: Some("qdq_reshape".into()),
         node: nodes,
-        initializer: vec![
-            raw_init("s", &[], 1, 0.05f32.to_le_bytes().to_vec()),
-            raw_init("z", &[], 2, vec![128]),
-            raw_init("s_b", &[], 1, 0.0025f32.to_le_bytes().to_vec()),
-            raw_init("w_q", &[8, 4, 3, 3], 2, weights),
-            raw_init("b_q", &[8], 6, bias),
-            raw_init("shape", &[2], 7, shape),
-        ],
+        initializer,
         input: vec![float_info("x", &[1, 4, 8, 8])],
         output: vec![float_info("y", &[1, 512])],
         ..Default::default()

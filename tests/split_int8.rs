@@ -19,7 +19,9 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{float_info, model, node, ort_python, raw_init, with_ints, write_model};
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto, TypeProto, ValueInfoProto};
+use onnx_memplan::onnx::proto::{
+    GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, ValueInfoProto,
+};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::{chain_of, is_constant};
 use onnx_memplan::split::region::Span;
@@ -114,7 +116,7 @@ fn qlinear_chain() -> ModelProto {
 /// The quantization parameters of the QDQ test graphs: activations int8 at scale 0.02, zero
 /// point −20; weights at 0.005, zero point 0; int32 biases at 0.0001, the product of x's and
 /// w's scales (quantize_static's convention).
-fn qdq_scales() -> Vec<onnx_memplan::onnx::proto::TensorProto> {
+fn qdq_scales() -> Vec<TensorProto> {
     vec![
         scalar_f32("sx", 0.02),
         raw_init("zx", &[], INT8, vec![(-20i8) as u8]),
@@ -122,6 +124,24 @@ fn qdq_scales() -> Vec<onnx_memplan::onnx::proto::TensorProto> {
         raw_init("zw", &[], INT8, vec![0]),
         scalar_f32("sb", 0.0001),
     ]
+}
+
+/// A QDQ model named `name`: float input x [1,2,16,16], int8 output `output` of shape `dims`,
+/// the scales and zero points of [`qdq_scales`] and `weights`.
+fn qdq_model(
+    name: &str,
+    nodes: Vec<NodeProto>,
+    (output, dims): (&str, &[i64]),
+    weights: Vec<TensorProto>,
+) -> ModelProto {
+    model(GraphProto {
+        name: Some(name.into()),
+        node: nodes,
+        input: vec![float_info("x", &[1, 2, 16, 16])],
+        output: vec![info(output, INT8, dims)],
+        initializer: [qdq_scales(), weights].concat(),
+        ..Default::default()
+    })
 }
 
 /// The weight and bias DequantizeLinears of `layers` convolutions (w{l} with sw, zw and b{l}
@@ -167,25 +187,19 @@ fn qdq_chain() -> ModelProto {
         let (input, out) = (format!("q{}", l - 1), format!("q{l}"));
         nodes.extend(conv_unit(l, &input, &out, stride));
     }
-    model(GraphProto {
-        name: Some("qdq_chain".into()),
-        node: nodes,
-        input: vec![float_info("x", &[1, 2, 16, 16])],
-        output: vec![info("q3", INT8, &[1, 4, 8, 8])],
-        initializer: [
-            qdq_scales(),
-            vec![
-                weights("w1", 4, 2, 1),
-                weights("w2", 4, 4, 2),
-                weights("w3", 4, 4, 3),
-                bias("b1", 4, 1),
-                bias("b2", 4, 2),
-                bias("b3", 4, 3),
-            ],
-        ]
-        .concat(),
-        ..Default::default()
-    })
+    qdq_model(
+        "qdq_chain",
+        nodes,
+        ("q3", &[1, 4, 8, 8]),
+        vec![
+            weights("w1", 4, 2, 1),
+            weights("w2", 4, 4, 2),
+            weights("w3", 4, 4, 3),
+            bias("b1", 4, 1),
+            bias("b2", 4, 2),
+            bias("b3", 4, 3),
+        ],
+    )
 }
 
 /// Runs both models in onnxruntime on the same N(0, 1) input and asserts every output is
@@ -346,23 +360,17 @@ fn qdq_residual() -> ModelProto {
     nodes.push(node("DequantizeLinear", &["q2", "sx", "zx"], &["d2"]));
     nodes.push(node("Add", &["d0", "d2"], &["s"]));
     nodes.push(node("QuantizeLinear", &["s", "sx", "zx"], &["y"]));
-    model(GraphProto {
-        name: Some("qdq_residual".into()),
-        node: nodes,
-        input: vec![float_info("x", &[1, 2, 16, 16])],
-        output: vec![info("y", INT8, &[1, 2, 16, 16])],
-        initializer: [
-            qdq_scales(),
-            vec![
-                weights("w1", 2, 2, 1),
-                weights("w2", 2, 2, 2),
-                bias("b1", 2, 1),
-                bias("b2", 2, 2),
-            ],
-        ]
-        .concat(),
-        ..Default::default()
-    })
+    qdq_model(
+        "qdq_residual",
+        nodes,
+        ("y", &[1, 2, 16, 16]),
+        vec![
+            weights("w1", 2, 2, 1),
+            weights("w2", 2, 2, 2),
+            bias("b1", 2, 1),
+            bias("b2", 2, 2),
+        ],
+    )
 }
 
 /// Row strips of a QDQ residual block stream and keep every unit whole. Worked by hand, 4
@@ -524,21 +532,15 @@ fn qdq_excitation() -> ModelProto {
     ));
     nodes.push(node("QuantizeLinear", &["c", "sx", "zx"], &["y"]));
     let w = (0..8).map(|i| ((i * 37 % 181) - 90) as i8 as u8);
-    model(GraphProto {
-        name: Some("qdq_excitation".into()),
-        node: nodes,
-        input: vec![float_info("x", &[1, 2, 16, 16])],
-        output: vec![info("y", INT8, &[1, 4, 16, 16])],
-        initializer: [
-            qdq_scales(),
-            vec![
-                raw_init("w", &[4, 2, 1, 1], INT8, w.collect()),
-                bias("b", 4, 1),
-            ],
-        ]
-        .concat(),
-        ..Default::default()
-    })
+    qdq_model(
+        "qdq_excitation",
+        nodes,
+        ("y", &[1, 4, 16, 16]),
+        vec![
+            raw_init("w", &[4, 2, 1, 1], INT8, w.collect()),
+            bias("b", 4, 1),
+        ],
+    )
 }
 
 /// The DequantizeLinear of a squeeze-and-excitation block's channel scales (qs, [1,2,1,1],
@@ -616,24 +618,18 @@ fn qdq_upsample() -> ModelProto {
     nodes.push(node("QuantizeLinear", &["fu", "sx", "zx"], &["u"]));
     nodes.extend(conv_unit(2, "u", "y", 1));
     let scales = [1f32, 1., 2., 2.].iter().flat_map(|v| v.to_le_bytes());
-    model(GraphProto {
-        name: Some("qdq_upsample".into()),
-        node: nodes,
-        input: vec![float_info("x", &[1, 2, 16, 16])],
-        output: vec![info("y", INT8, &[1, 4, 32, 32])],
-        initializer: [
-            qdq_scales(),
-            vec![
-                raw_init("scales", &[4], FLOAT, scales.collect()),
-                weights("w1", 4, 2, 1),
-                weights("w2", 4, 4, 2),
-                bias("b1", 4, 1),
-                bias("b2", 4, 2),
-            ],
-        ]
-        .concat(),
-        ..Default::default()
-    })
+    qdq_model(
+        "qdq_upsample",
+        nodes,
+        ("y", &[1, 4, 32, 32]),
+        vec![
+            raw_init("scales", &[4], FLOAT, scales.collect()),
+            weights("w1", 4, 2, 1),
+            weights("w2", 4, 4, 2),
+            bias("b1", 4, 1),
+            bias("b2", 4, 2),
+        ],
+    )
 }
 
 /// A tile's Resize copy makes whole input rows' worth of output and is cropped to what the

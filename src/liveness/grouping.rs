@@ -153,7 +153,7 @@ impl Grouping<'_> {
             .is_some_and(|r| r.types == crate::units::table::Types::SameParams);
         let data = op.inputs.first().copied().flatten();
         let made = op.outputs.first().copied().flatten();
-        let (Some(data), Some(made)) = (data, made) else {
+        let (true, Some(data), Some(made)) = (same_params, data, made) else {
             return;
         };
         let dq = graph.values[data].producer;
@@ -167,7 +167,7 @@ impl Grouping<'_> {
         let (Some(input), Some(out)) = (self.tensor(dq_input), self.tensor(q_output)) else {
             return;
         };
-        if let (true, Some(b)) = (same_params, self.buffer_of[input]) {
+        if let Some(b) = self.buffer_of[input] {
             self.alias_whole(input, out, b);
         }
     }

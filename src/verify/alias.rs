@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 
 use super::strided::{check_strides, layout, span};
+use super::units::UnitFacts;
 use crate::emit::{Run, Table, offset_at};
 use crate::ir::{Graph, Node, concrete};
-use super::units::UnitFacts;
 use crate::liveness::rules::{ReuseRule, node_rule};
 
 /// Checks every sharing claim; returns, per table entry, the id of its alias class (entries
@@ -118,18 +118,22 @@ fn check_alias(ctx: &Context, a: usize, b: usize) -> Result<(), String> {
     match ea.alias_offset {
         None => {
             let node = producer(graph, &ea.name).ok_or("not produced by a node")?;
-            let reinterprets = graph.value_id(&ea.name).and_then(|v| units.reinterprets.get(&v));
-            if let Some(&input) = reinterprets {
-                if graph.values[input].name != eb.name {
+            // A QDQ unit that only reinterprets bytes aliases the integer input its DQ reads;
+            // any other full alias is its producer's output over its data input.
+            match graph.value_id(&ea.name).and_then(|v| units.reinterprets.get(&v)) {
+                Some(&input) if graph.values[input].name != eb.name => {
                     return Err("not the integer input of its QDQ unit".into());
                 }
-            } else if node_rule(graph, node) != ReuseRule::Alias {
-                return Err(format!("{} does not alias its input", node.op_type));
-            }
-            if reinterprets.is_none()
-                && input_names(graph, node).first().copied().flatten() != Some(eb.name.as_str())
-            {
-                return Err("not the data input of its producer".into());
+                Some(_) => {}
+                None if node_rule(graph, node) != ReuseRule::Alias => {
+                    return Err(format!("{} does not alias its input", node.op_type));
+                }
+                None if input_names(graph, node).first().copied().flatten()
+                    != Some(eb.name.as_str()) =>
+                {
+                    return Err("not the data input of its producer".into());
+                }
+                None => {}
             }
             if oa != ob || ea.bytes != eb.bytes {
                 return Err("a full alias must have the same offset and size".into());
