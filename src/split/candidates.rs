@@ -6,11 +6,11 @@
 //! options takes that ranking, charged the work it cost, so no result changes.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
-use super::cuts::{Cuts, NodeKeys};
+use super::cuts::NodeKeys;
 use super::memo::Memo;
 use super::estimate::{Banding, chain_work, step_operands, strips_work, tiles_work};
 use super::rows::chain::Recompute;
@@ -18,7 +18,7 @@ use super::rows::rules::RuleSet;
 use super::rows::{self, Blocking};
 use super::target::{grade, target};
 use super::tiling::Tiling;
-use super::{Spend, Spent, SplitOptions, TrialPlan};
+use super::{Memos, Spend, Spent, SplitOptions, TrialPlan};
 use crate::plan::WORK_PER_SECOND;
 
 /// Largest number of tiles along one axis the search tries.
@@ -137,7 +137,7 @@ pub fn candidates(
     allowance: u64,
     options: &SplitOptions,
     aim: bool,
-    (spend, cuts, rounds): (Spend, &Cuts, &Rounds),
+    (spend, memos): (Spend, &Memos),
 ) -> Result<Vec<Candidate>, Spent> {
     let round = Round {
         plan: [
@@ -157,13 +157,13 @@ pub fn candidates(
         search_time: options.search_time,
     };
     // A round another search is ranking is waited for, not ranked twice.
-    let made = rounds.memo.get_or_make(round, !options.first, || {
+    let made = memos.rounds.memo.get_or_make(round, !options.first, || {
         let charged = std::cell::Cell::new(0u64);
         let counted = |units: u64| {
             charged.set(charged.get().saturating_add(units));
             spend(units)
         };
-        let found = rank(planned, live, origin, allowance, options, aim, (&counted, cuts))?;
+        let found = rank(planned, live, origin, allowance, options, aim, (&counted, memos))?;
         Ok((planned.clone(), found.into(), charged.get()))
     });
     let ((_, found, work), known) = made?;
@@ -187,9 +187,12 @@ fn rank(
     allowance: u64,
     options: &SplitOptions,
     aim: bool,
-    (spend, cuts): (Spend, &Cuts),
+    (spend, memos): (Spend, &Memos),
 ) -> Result<Vec<Candidate>, Spent> {
     let budget = options.budget;
+    let cuts = &memos.cuts;
+    let memo = memos.grades.of(planned, origin, allowance);
+    let memo = &memo.chains;
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let opset = planned.model.opsets.version("").unwrap_or(1);
@@ -234,9 +237,9 @@ fn rank(
                 planned,
                 live,
                 (&allowed, options.progressive_bands, options.first),
-                &grids,
+                grids,
                 allowance,
-                (spend, cuts, &keys),
+                (spend, cuts, &keys, memo),
                 share,
             )?;
             (found.target, found.graded)
@@ -264,14 +267,19 @@ fn rank(
             let grades = match graded.remove(&steps) {
                 Some(g) => g,
                 None => {
-                    let made_by_split = |n: usize| !allowed(n);
-                    let banding = Banding {
-                        made_by_split: &made_by_split,
-                        progressive: options.progressive_bands,
+                    let make = |spend: Spend| {
+                        let made_by_split = |n: usize| !allowed(n);
+                        let banding = Banding {
+                            made_by_split: &made_by_split,
+                            progressive: options.progressive_bands,
+                        };
+                        let grids = (tried, allowance);
+                        let how = (&banding, cuts, &keys);
+                        grade(graph, table, live, &chain, steps, grids, how, spend).map(Some)
                     };
-                    let grids = (&tried[..], allowance);
-                    let how = (&banding, cuts, &keys);
-                    grade(graph, table, live, &chain, steps, grids, how, spend)?
+                    let key = (steps, tried, options.progressive_bands);
+                    let made = memo.grades(key, spend, make)?;
+                    made.expect("a built chain is graded")
                 }
             };
             // The best by rank, the first of equals in grid order.
@@ -332,21 +340,26 @@ fn rank(
 
 /// The grids tried: every grid up to 8×8; under a budget also square grids and row strips up
 /// to 32 (down to single rows of small outputs), otherwise, with `fine_strips`, row strips up
-/// to 16.
-fn grids(fine: bool, fine_strips: bool) -> Vec<[usize; 2]> {
-    let mut list: Vec<[usize; 2]> = (1..=MAX_TILES)
-        .flat_map(|r| (1..=MAX_TILES).map(move |c| [r, c]))
-        .filter(|&[r, c]| r * c > 1)
-        .collect();
-    match fine {
-        true => {
-            for g in MAX_TILES + 1..=MAX_FINE_TILES {
-                list.extend([[g, g], [g, 1]]);
-            }
+/// to 16. Every list begins with the grids up to 8×8 in one order, so the grades of a longer
+/// list answer a shorter one ([`super::grades`]).
+fn grids(fine: bool, fine_strips: bool) -> &'static [[usize; 2]] {
+    static LISTS: LazyLock<[Vec<[usize; 2]>; 3]> = LazyLock::new(|| {
+        let coarse: Vec<[usize; 2]> = (1..=MAX_TILES)
+            .flat_map(|r| (1..=MAX_TILES).map(move |c| [r, c]))
+            .filter(|&[r, c]| r * c > 1)
+            .collect();
+        let mut strips = coarse.clone();
+        strips.extend((MAX_TILES + 1..=MAX_STRIPS).map(|g| [g, 1]));
+        let mut fine = coarse.clone();
+        for g in MAX_TILES + 1..=MAX_FINE_TILES {
+            fine.extend([[g, g], [g, 1]]);
         }
-        false if fine_strips => list.extend((MAX_TILES + 1..=MAX_STRIPS).map(|g| [g, 1])),
-        false => {}
+        [coarse, strips, fine]
+    });
+    match (fine, fine_strips) {
+        (true, _) => &LISTS[2],
+        (false, true) => &LISTS[1],
+        (false, false) => &LISTS[0],
     }
-    list
 }
 

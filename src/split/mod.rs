@@ -17,6 +17,7 @@ pub mod cuts;
 pub mod dequantize;
 pub mod estimate;
 pub mod glue;
+pub mod grades;
 pub mod layout;
 pub mod macs;
 pub mod memo;
@@ -32,12 +33,15 @@ pub mod upsample;
 
 pub use search::{Outcome, Seen, search};
 
-/// The memos the searches of one model share: chain cuts ([`cuts::Cuts`]) and ranked rounds
-/// ([`candidates::Rounds`]). Neither changes a result; both save repeating work.
+/// The memos the searches of one model share: chain cuts ([`cuts::Cuts`]), chain grades
+/// ([`grades::Grades`]) and ranked rounds ([`candidates::Rounds`]). None changes a result;
+/// each saves repeating work.
 #[derive(Default)]
 pub struct Memos {
     /// The costs of chain cuts.
     pub cuts: cuts::Cuts,
+    /// The grades of chains, by plan.
+    pub grades: grades::Grades,
     /// The rounds ranked so far.
     pub rounds: candidates::Rounds,
 }

@@ -132,7 +132,7 @@ pub fn search(
             allowance - used,
             options,
             aim,
-            (spend, &memos.cuts, &memos.rounds),
+            (spend, memos),
         );
         let Ok(mut candidates) = found else {
             break;

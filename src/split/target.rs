@@ -3,22 +3,20 @@
 //! smallest one whose chains fit the MAC allowance together; so the first chain split does not
 //! spend the allowance that a later peak needs.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::TrialPlan;
 use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
 use super::cuts::{Cuts, NodeKeys};
+use super::grades::ChainMemo;
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
 use super::tiling::cut_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
 use crate::ir::Graph;
 use rayon::prelude::*;
-
-/// A chain graded ahead of its walk: its grades and the work units each charge took, in
-/// turn; `None` where the walk's window makes no chain.
-type Early = Option<(Vec<Graded>, Vec<u64>)>;
 
 /// One grid of a chain, estimated.
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +31,67 @@ pub struct Graded {
     pub extra_macs: u64,
 }
 
+/// A chain's grades over a list of grids, with what charging them again needs.
+#[derive(Clone, Debug)]
+pub struct ChainGrades {
+    /// Nodes in the chain (each grid's work is charged by them).
+    pub nodes: usize,
+    /// Whether the estimates counted bands progressively (then they depend on
+    /// [`Banding::progressive`]; otherwise they are those of either counting).
+    pub banded: bool,
+    /// The grids graded, in order.
+    pub grids: &'static [[usize; 2]],
+    /// Each grid that cut the chain within the allowance, estimated, in grid order.
+    pub graded: Vec<Graded>,
+}
+
+impl ChainGrades {
+    /// Whether these grades answer `grids`: those graded begin with them (a grading reads
+    /// its grids in order, so its first ones are graded as on their own).
+    pub fn covers(&self, grids: &[[usize; 2]]) -> bool {
+        self.grids.starts_with(grids)
+    }
+
+    /// The grades on `grids` (which these grades cover), charging `spend` exactly what
+    /// [`grade`] charges for them.
+    pub fn replay(&self, grids: &[[usize; 2]], spend: Spend) -> Result<Vec<Graded>, Spent> {
+        let mut kept = self.graded.iter().peekable();
+        charge_grids(self.nodes, grids, spend, |grid| {
+            kept.next_if(|g| g.grid == grid).map(|&g| move || g)
+        })
+    }
+}
+
+/// The grading loop of [`grade`], which [`ChainGrades::replay`] repeats: each grid of `grids`
+/// not at least as fine as one that failed is charged its strips, then `cut(grid)` gives
+/// nothing when it fails, else (once the grid is charged its tiles) a way to estimate it.
+fn charge_grids<E: FnOnce() -> Graded>(
+    nodes: usize,
+    grids: &[[usize; 2]],
+    spend: Spend,
+    mut cut: impl FnMut([usize; 2]) -> Option<E>,
+) -> Result<Vec<Graded>, Spent> {
+    let mut failed: Vec<[usize; 2]> = Vec::new();
+    let mut graded = Vec::new();
+    for &grid in grids {
+        if failed.iter().any(|f| grid[0] >= f[0] && grid[1] >= f[1]) {
+            continue;
+        }
+        if !spend(strips_work(nodes, grid)) {
+            return Err(Spent);
+        }
+        let Some(estimate) = cut(grid) else {
+            failed.push(grid);
+            continue;
+        };
+        if !spend(tiles_work(nodes, grid)) {
+            return Err(Spent);
+        }
+        graded.push(estimate());
+    }
+    Ok(graded)
+}
+
 /// Every grid of `grids` that cuts `chain` (over `steps` of the plan whose live bytes per
 /// step are `live`) within `allowance` extra MACs, estimated, in the order of `grids`. A grid
 /// with at least the rows and columns of one that failed is not tried: it recomputes more.
@@ -44,46 +103,40 @@ pub fn grade(
     live: &[u64],
     chain: &Chain,
     steps: [usize; 2],
-    (grids, allowance): (&[[usize; 2]], u64),
+    (grids, allowance): (&'static [[usize; 2]], u64),
     (banding, cuts, keys): (&Banding, &Cuts, &NodeKeys),
     spend: Spend,
-) -> Result<Vec<Graded>, Spent> {
+) -> Result<ChainGrades, Spent> {
     let estimates = ChainEstimate::new(graph, (table, live), chain, steps, banding);
     let signature = Cuts::signature(keys, chain);
-    let n = chain.nodes.len();
-    let mut failed: Vec<[usize; 2]> = Vec::new();
-    let mut graded = Vec::new();
-    for &grid in grids {
-        if failed.iter().any(|f| grid[0] >= f[0] && grid[1] >= f[1]) {
-            continue;
-        }
-        if !spend(strips_work(n, grid)) {
-            return Err(Spent);
-        }
+    let nodes = chain.nodes.len();
+    let graded = charge_grids(nodes, grids, spend, |grid| {
         let cut = (chain, &signature);
-        let Some(cost) = cuts.cost(graph, cut, grid, allowance, &estimates) else {
-            failed.push(grid);
-            continue;
-        };
-        if !spend(tiles_work(n, grid)) {
-            return Err(Spent);
-        }
-        let bands = match estimates.reads_bands() {
-            true => {
-                let tiling = cut_within(graph, chain, grid, allowance);
-                estimates.bands_by_tile(chain, &tiling.expect("a costed grid cuts its chain"))
+        let cost = cuts.cost(graph, cut, grid, allowance, &estimates)?;
+        let estimates = &estimates;
+        Some(move || {
+            let bands = match estimates.reads_bands() {
+                true => {
+                    let tiling = cut_within(graph, chain, grid, allowance);
+                    estimates.bands_by_tile(chain, &tiling.expect("a costed grid cuts its chain"))
+                }
+                false => vec![0; cost.working.len()],
+            };
+            let (estimate, inside) = estimates.of(&cost.working, &bands);
+            Graded {
+                grid,
+                estimate,
+                inside,
+                extra_macs: cost.extra_macs,
             }
-            false => vec![0; cost.working.len()],
-        };
-        let (estimate, inside) = estimates.of(&cost.working, &bands);
-        graded.push(Graded {
-            grid,
-            estimate,
-            inside,
-            extra_macs: cost.extra_macs,
-        });
-    }
-    Ok(graded)
+        })
+    })?;
+    Ok(ChainGrades {
+        nodes,
+        banded: estimates.reads_bands(),
+        grids,
+        graded,
+    })
 }
 
 /// What [`target`] found: the target arena and the first and last steps of the chains that
@@ -113,9 +166,9 @@ pub fn target(
     planned: &TrialPlan,
     live: &[u64],
     (allowed, progressive, ahead): (&(dyn Fn(usize) -> bool + Sync), bool, bool),
-    grids: &[[usize; 2]],
+    grids: &'static [[usize; 2]],
     allowance: u64,
-    (spend, cuts, keys): (Spend, &Cuts, &NodeKeys),
+    (spend, cuts, keys, memo): (Spend, &Cuts, &NodeKeys, &ChainMemo),
     share: u64,
 ) -> Result<Aim, Spent> {
     let charged = Cell::new(0u64);
@@ -137,7 +190,7 @@ pub fn target(
     let mut chains = Vec::new();
     let mut graded: HashMap<[usize; 2], Vec<Graded>> = HashMap::new();
     let mut answer = None;
-    // A chain's grades (a pure function of the chain, charged to `spend`).
+    // A chain's grades (a pure function of the chain and the plan, charged to `spend`).
     let grade_chain = |chain: &Chain, steps: [usize; 2], spend: Spend| {
         let made_by_split = |n: usize| !allowed(n);
         let banding = Banding {
@@ -151,34 +204,30 @@ pub fn target(
     'levels: for (i, &level) in levels.iter().enumerate() {
         for step in (0..live.len()).filter(|&s| live[s] == level) {
             let limits = (MAX_CHAIN_NODES, opset);
-            // The chains around the step not graded yet, graded side by side ahead of the
-            // walk below, which takes them in its order and charges what each grading
-            // charged: the grades and the work are those of grading them in turn (a grading
-            // reads the cuts' memo, whose answers never depend on what is in it). A chain
-            // the walk stops before is graded in vain.
+            // The chains around the step not graded yet (nor in the memo), graded side by
+            // side ahead of the walk below, which takes them in its order and charges what
+            // each grading charges: the grades and the work are those of grading them in turn
+            // (a grading reads the cuts' memo, whose answers never depend on what is in it).
+            // A chain the walk stops before is kept for the other searches.
             let mut unseen: Vec<([usize; 2], Option<Chain>)> = Vec::new();
             let mut look = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
                 if let Some(g) = graded.get(&steps) {
                     return Ok::<bool, Spent>(!g.is_empty());
                 }
-                unseen.push((steps, build()));
+                if memo.find(steps, grids, progressive).is_none() {
+                    unseen.push((steps, build()));
+                }
                 Ok(true)
             };
             if ahead {
                 walk_chains_around(graph, order, step, allowed, limits, &mut look)?;
             }
-            let mut early: HashMap<[usize; 2], Early> = unseen
+            let mut early: HashMap<[usize; 2], Option<ChainGrades>> = unseen
                 .into_par_iter()
                 .map(|(steps, chain)| {
                     let graded = chain.map(|chain| {
-                        let charges = RefCell::new(Vec::new());
-                        let record = |units: u64| {
-                            charges.borrow_mut().push(units);
-                            true
-                        };
-                        let g = grade_chain(&chain, steps, &record);
-                        let g = g.expect("a grading charged nothing it cannot spend");
-                        (g, charges.into_inner())
+                        let g = grade_chain(&chain, steps, &|_| true);
+                        g.expect("a grading charged nothing it cannot spend")
                     });
                     (steps, graded)
                 })
@@ -194,14 +243,21 @@ pub fn target(
                 }
                 let g = match early.remove(&steps) {
                     Some(None) => return Ok(true),
-                    Some(Some((g, charges))) => match charges.into_iter().all(spend) {
-                        true => g,
-                        false => return Err(Spent),
-                    },
-                    None => match build() {
-                        Some(chain) => grade_chain(&chain, steps, spend)?,
-                        None => return Ok(true),
-                    },
+                    Some(Some(g)) => {
+                        let g = Arc::new(g);
+                        memo.keep(steps, progressive, Arc::clone(&g));
+                        g.replay(grids, spend)?
+                    }
+                    None => {
+                        let make = |spend: Spend| {
+                            let chain = build();
+                            chain.map(|c| grade_chain(&c, steps, spend)).transpose()
+                        };
+                        match memo.grades((steps, grids, progressive), spend, make)? {
+                            Some(g) => g,
+                            None => return Ok(true),
+                        }
+                    }
                 };
                 let costs: Vec<_> = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
                 let fits = !costs.is_empty();
@@ -209,7 +265,13 @@ pub fn target(
                 graded.insert(steps, g);
                 Ok(fits)
             };
-            match walk_chains_around(graph, order, step, allowed, limits, &mut visit) {
+            let walked = walk_chains_around(graph, order, step, allowed, limits, &mut visit);
+            for (steps, g) in early {
+                if let Some(g) = g {
+                    memo.keep(steps, progressive, Arc::new(g));
+                }
+            }
+            match walked {
                 Ok(()) => {}
                 Err(Spent) if capped.get() => break 'levels,
                 Err(spent) => return Err(spent),
@@ -345,6 +407,46 @@ pub fn smallest_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A two-node chain whose grid 2×1 failed: 2×2 and 3×1 are not tried; worked by hand at
+    /// 10 units per node visit (strips: nodes × (rows + columns), tiles: nodes × rows ×
+    /// columns).
+    #[test]
+    fn replayed_grades_charge_what_grading_charged() {
+        static GRIDS: [[usize; 2]; 5] = [[1, 2], [2, 1], [2, 2], [3, 1], [1, 3]];
+        let graded = |grid| Graded {
+            grid,
+            estimate: 7,
+            inside: 5,
+            extra_macs: 3,
+        };
+        let grades = ChainGrades {
+            nodes: 2,
+            banded: false,
+            grids: &GRIDS,
+            graded: vec![graded([1, 2]), graded([1, 3])],
+        };
+        let charges = std::cell::RefCell::new(Vec::new());
+        let record = |units: u64| {
+            charges.borrow_mut().push(units);
+            true
+        };
+        let got = grades.replay(&GRIDS, &record).unwrap();
+        assert_eq!(got.iter().map(|g| g.grid).collect::<Vec<_>>(), [[1, 2], [1, 3]]);
+        assert_eq!(charges.take(), [60, 40, 60, 80, 60]);
+        // The first two grids alone: their grades and charges.
+        let got = grades.replay(&GRIDS[..2], &record).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(charges.take(), [60, 40, 60]);
+        // A spent allowance stops the replay where grading would stop.
+        let left = std::cell::Cell::new(2);
+        let two = |_| {
+            left.set(left.get() - 1);
+            left.get() >= 0
+        };
+        assert!(grades.replay(&GRIDS, &two).is_err());
+        assert!(grades.covers(&GRIDS[..3]) && !grades.covers(&[[2, 1]]));
+    }
 
     /// Two peaks (steps 1 and 4) with a chain each; worked by hand.
     fn two_peaks() -> (Vec<u64>, Vec<ChainCost>) {
