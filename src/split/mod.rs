@@ -204,19 +204,18 @@ impl Shown {
     }
 }
 
-/// The searches the pipeline makes, the first on the whole allowance and the others side by
-/// side, each on the work the first left (so none depends on another's course), keeping the
-/// best: the row rule sets, what row chains may recompute,
-/// whether blocks may write over the rows of their input (`LivenessOptions::blockwise`, for
-/// the search's trials and, if it wins, the final plan), how chains reading bands are
-/// estimated and when their tiles run. The search is greedy, and more candidates or other sharing may lead it to a
-/// dead end that the narrower searches avoid (measured: DistilBERT 1.14x with both rule
-/// sets, 1.76x with the plain set; BART 1.32x recomputing normalizations, 2.68x without; T5
-/// 2.27x without blocks over their input, 1.00x with; ResNet-50 2.25x estimating bands tile
-/// by tile, 2.11x as any input, where ResNet-18 goes 3.01x to 3.28x; tiles reading bands run
-/// early: ResNet-50 2.91x to 3.11x, ResNet-18 3.52x to 3.40x; row strips finer than 8:
-/// ResNet-18 3.36x to 3.52x, MobileNetV3-Large 5.42x to 5.03x), so each wider search
-/// adds to the narrower ones rather than replacing them.
+/// The searches the pipeline makes, the first on the whole allowance and the others side by side,
+/// each on the work the first left (so none depends on another's course), keeping the best: the row
+/// rule sets, what row chains may recompute, whether blocks may write over the rows of their input
+/// (`LivenessOptions::blockwise`, for the search's trials and, if it wins, the final plan), how
+/// chains reading bands are estimated and when their tiles run. The search is greedy, and more
+/// candidates or other sharing may lead it to a dead end that the narrower searches avoid
+/// (measured: DistilBERT 1.14x with both rule sets, 1.76x with the plain set; BART 1.32x
+/// recomputing normalizations, 2.68x without; T5 2.27x without blocks over their input, 1.00x with;
+/// ResNet-50 2.25x estimating bands tile by tile, 2.11x as any input, where ResNet-18 goes 3.01x to
+/// 3.28x; tiles reading bands run early: ResNet-50 2.91x to 3.11x, ResNet-18 3.52x to 3.40x; row
+/// strips finer than 8: ResNet-18 3.36x to 3.52x, MobileNetV3-Large 5.42x to 5.03x), so each wider
+/// search adds to the narrower ones rather than replacing them.
 pub const SEARCHES: &[Search] = &[
     Search {
         row_rules: rows::ALL_RULE_SETS,
