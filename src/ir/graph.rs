@@ -185,6 +185,9 @@ pub struct Graph {
     /// The QDQ node units the runtime runs as one integer kernel each (main graph only, set
     /// by the `units` stage; empty when the graph is run literally).
     pub units: Vec<NodeUnit>,
+    /// For each node, the units of `units` it belongs to or is a shared DQ of: built on first
+    /// use ([`Graph::units_of`]), and cleared by the `units` stage when it sets `units`.
+    pub(crate) unit_index: std::sync::OnceLock<Vec<Vec<usize>>>,
     index: HashMap<String, ValueId>,
 }
 
@@ -210,6 +213,23 @@ pub struct NodeUnit {
 }
 
 impl Graph {
+    /// The units of [`Graph::units`] (their indices, in order) that node `n` belongs to or is
+    /// a shared DQ of.
+    pub fn units_of(&self, n: NodeId) -> &[usize] {
+        let index = self.unit_index.get_or_init(|| {
+            let mut index = vec![Vec::new(); self.nodes.len()];
+            for (u, unit) in self.units.iter().enumerate() {
+                for &m in unit.nodes.iter().chain(&unit.shared) {
+                    if index[m].last() != Some(&u) {
+                        index[m].push(u);
+                    }
+                }
+            }
+            index
+        });
+        index.get(n).map_or(&[], Vec::as_slice)
+    }
+
     /// The value of that name.
     pub fn value_id(&self, name: &str) -> Option<ValueId> {
         self.index.get(name).copied()

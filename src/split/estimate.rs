@@ -42,11 +42,23 @@ pub fn live_bytes(table: &Table) -> Vec<u64> {
         .filter_map(|t| Some((t.first, t.last, t.arena?, t.offset?, t.bytes?)))
         .filter(|t| t.4 > 0)
         .collect();
-    (0..table.schedule.len())
+    let steps = table.schedule.len();
+    // The tensors by first step, and those live at the step swept (a few dozen, where a
+    // split plan has tens of thousands of tensors).
+    let mut starting: Vec<Vec<usize>> = vec![Vec::new(); steps];
+    for (i, t) in placed.iter().enumerate() {
+        if t.0 < steps {
+            starting[t.0].push(i);
+        }
+    }
+    let mut live: Vec<usize> = Vec::new();
+    (0..steps)
         .map(|step| {
-            let mut ranges: Vec<(usize, u64, u64)> = placed
+            live.extend(&starting[step]);
+            live.retain(|&i| step <= placed[i].1);
+            let mut ranges: Vec<(usize, u64, u64)> = live
                 .iter()
-                .filter(|t| t.0 <= step && step <= t.1)
+                .map(|&i| placed[i])
                 .map(|t| (t.2, t.3, t.3 + t.4))
                 .collect();
             ranges.sort_unstable();
@@ -254,12 +266,9 @@ impl ChainEstimate {
         };
         // The float tensors inside QDQ node units take no arena bytes: those of the units
         // with a node in the chain (the estimate runs per chain, so not every unit's).
-        let members: HashSet<NodeId> = chain.nodes.iter().copied().collect();
-        let fused: HashSet<ValueId> = graph
-            .units
-            .iter()
-            .filter(|u| u.nodes.iter().chain(&u.shared).any(|n| members.contains(n)))
-            .flat_map(|u| u.internal.iter().copied())
+        let fused: HashSet<ValueId> = chain_units(graph, chain)
+            .into_iter()
+            .flat_map(|u| graph.units[u].internal.iter().copied())
             .collect();
         ChainEstimate {
             outside: outside_peak(live, [start, end]),
@@ -433,7 +442,7 @@ fn unit_ends(graph: &Graph, chain: &Chain) -> Vec<usize> {
     }
     let position: std::collections::HashMap<NodeId, usize> =
         chain.nodes.iter().enumerate().map(|(k, &n)| (n, k)).collect();
-    for unit in &graph.units {
+    for unit in chain_units(graph, chain).into_iter().map(|u| &graph.units[u]) {
         let at = |nodes: &[NodeId]| -> Vec<usize> {
             nodes.iter().filter_map(|n| position.get(n).copied()).collect()
         };
@@ -446,6 +455,20 @@ fn unit_ends(graph: &Graph, chain: &Chain) -> Vec<usize> {
         }
     }
     ends
+}
+
+/// The units (indices into [`Graph::units`], in order) with a node of `chain` among their
+/// nodes or shared DQs.
+fn chain_units(graph: &Graph, chain: &Chain) -> Vec<usize> {
+    let mut units: Vec<usize> = chain
+        .nodes
+        .iter()
+        .flat_map(|&n| graph.units_of(n))
+        .copied()
+        .collect();
+    units.sort_unstable();
+    units.dedup();
+    units
 }
 
 /// The element type and elements per spatial position (N × C of an NCHW value) of a value

@@ -39,6 +39,7 @@ pub fn mark(graph: &mut Graph, choice: QdqChoice) {
         QdqChoice::Units => find_units(graph),
         QdqChoice::Literal => Vec::new(),
     };
+    graph.unit_index = std::sync::OnceLock::new();
 }
 
 /// True when the graph has a QuantizeLinear or DequantizeLinear node.
