@@ -90,12 +90,12 @@ fn a_deep_run_of_splittable_nodes_is_split_within_a_small_allowance() {
     compare_in_onnxruntime(&original, &rewritten);
 }
 
-/// The walk around a peak: chains of at most `MAX_CHAIN_NODES` nodes (here), each last step from the
-/// shortest chain to the longest, and no longer chain for a last step once the visitor says
-/// a chain is not worth growing.
+/// The walk around a peak: chains of at most `MAX_CHAIN_NODES` nodes (here), each last step
+/// from the shortest chain to the longest, and no longer chain for a last step once the
+/// visitor says a chain is not worth growing.
 #[test]
 fn the_walk_is_bounded_and_stops_growing_a_chain_the_visitor_refuses() {
-    use onnx_memplan::split::chain::{MAX_CHAIN_NODES, walk_chains_around};
+    use onnx_memplan::split::chain::{MAX_CHAIN_NODES, Walker};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("deep.onnx");
     write_model(&deep_model(), &path);
@@ -110,15 +110,9 @@ fn the_walk_is_bounded_and_stops_growing_a_chain_the_visitor_refuses() {
         visited.push(steps);
         Ok::<bool, ()>(steps[0] >= 5)
     };
-    walk_chains_around(
-        graph,
-        &order,
-        10,
-        &|_| true,
-        (MAX_CHAIN_NODES, 17),
-        &mut visit,
-    )
-    .unwrap();
+    Walker::new(graph, &order)
+        .around(10, &|_| true, (MAX_CHAIN_NODES, 17), &mut visit)
+        .unwrap();
     let mut expected = Vec::new();
     for end in 10..order.len() {
         for start in (0..=10).rev() {

@@ -457,7 +457,7 @@ fn typed_with_units(
 /// the first unit joins it, or the third does.
 #[test]
 fn chains_begin_and_end_at_qdq_unit_boundaries() {
-    use onnx_memplan::split::chain::walk_chains_around;
+    use onnx_memplan::split::chain::Walker;
     let dir = tempfile::tempdir().unwrap();
     let (_, _, typed) = typed_with_units(dir.path(), "qdq_chain", &qdq_chain());
     let graph = &typed.graph;
@@ -470,7 +470,10 @@ fn chains_begin_and_end_at_qdq_unit_boundaries() {
             seen.push(steps);
             Ok::<bool, ()>(true)
         };
-        walk_chains_around(graph, &order, 11, &|_| true, (max_kernels, 17), &mut visit).unwrap();
+        let walker = Walker::new(graph, &order);
+        walker
+            .around(11, &|_| true, (max_kernels, 17), &mut visit)
+            .unwrap();
         seen
     };
     assert_eq!(walk(1), vec![[10, 12]]);
@@ -554,7 +557,7 @@ fn qdq_excitation() -> ModelProto {
 /// outputs are bit-identical.
 #[test]
 fn an_excitation_scale_dequantized_once_is_read_whole_by_every_tile() {
-    use onnx_memplan::split::chain::{stays_outside, walk_chains_around};
+    use onnx_memplan::split::chain::{Walker, stays_outside};
     let dir = tempfile::tempdir().unwrap();
     let (original, proto, typed) =
         typed_with_units(dir.path(), "qdq_excitation", &qdq_excitation());
@@ -569,7 +572,8 @@ fn an_excitation_scale_dequantized_once_is_read_whole_by_every_tile() {
             seen.push((steps, build().is_some()));
             Ok::<bool, ()>(true)
         };
-        walk_chains_around(graph, &order, peak, &|_| true, (2, 17), &mut visit).unwrap();
+        let walker = Walker::new(graph, &order);
+        walker.around(peak, &|_| true, (2, 17), &mut visit).unwrap();
         assert_eq!(
             seen,
             vec![([6, 9], true), ([6, 12], true)],

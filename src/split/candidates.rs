@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, walk_chains_around};
+use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, Walker};
 use super::cuts::NodeKeys;
 use super::memo::Memo;
 use super::estimate::{Banding, chain_work, step_operands, strips_work, tiles_work};
@@ -253,6 +253,7 @@ fn rank(
     };
     // Whether each chain seen so far has a grid within the allowance.
     let mut seen: HashMap<[usize; 2], bool> = HashMap::new();
+    let walker = Walker::new(graph, order);
     for &step in &hot {
         let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
             if let Some(&fits) = seen.get(&steps) {
@@ -307,7 +308,7 @@ fn rank(
             Ok(true)
         };
         let limits = (longest, opset);
-        walk_chains_around(graph, order, step, &allowed, limits, &mut visit)?;
+        walker.around(step, &allowed, limits, &mut visit)?;
     }
     found.extend(
         rows::candidates(

@@ -46,7 +46,7 @@ pub struct Chain {
     pub extra: Vec<usize>,
 }
 
-/// A visitor of [`walk_chains_around`]: it gets a chain's first and last steps and a way to
+/// A visitor of [`Walker::around`]: it gets a chain's first and last steps and a way to
 /// build it, and says whether the chain is worth growing.
 pub type ChainVisit<'a, E> =
     dyn FnMut([usize; 2], &dyn Fn() -> Option<Chain>) -> Result<bool, E> + 'a;
@@ -62,100 +62,132 @@ pub const MAX_CHAIN_NODES: usize = 32;
 /// estimate: a block whose Concat gathers a long run of convolutions is split whole.
 pub const MAX_BUDGET_CHAIN_NODES: usize = 64;
 
-/// Walks every chain of at most `max_nodes` kernels made of the nodes at steps `[start, end]`
-/// of `order` (less the nodes that stay outside chains, see [`stays_outside`], which neither
-/// start nor end a chain) with `start ≤ peak ≤ end`, taking QDQ node units
-/// whole and counting each as one kernel (see [`Kernels`]), last step by last step,
-/// each from the shortest (first step at `peak`) to the longest. `visit` gets each chain's
-/// first and last steps and a way to build it (`None` when those nodes form no chain), and
-/// says whether the chain is worth growing. When it is not, the walk takes no earlier first
-/// step for that last step: the caller says so when no grid cuts the chain within the MAC
-/// allowance, and prepending nodes leaves the region every node of the chain computes per
-/// tile as it was (regions follow from the chain's output backwards) while adding the new
-/// nodes' recomputed positions, so no grid of a longer chain recomputes less. `allowed` says
-/// which nodes may be split (nodes made by an earlier split may not); `opset` is the default
-/// domain's version.
-pub fn walk_chains_around<E>(
-    graph: &Graph,
-    order: &[NodeId],
-    peak: usize,
-    allowed: &dyn Fn(NodeId) -> bool,
-    (max_nodes, opset): (usize, i64),
-    visit: &mut ChainVisit<'_, E>,
-) -> Result<(), E> {
-    let constant = |step: usize| stays_outside(graph, order[step]);
-    let rule_at = |step: usize| rule_of(graph, &graph.nodes[order[step]]);
-    // Token-major and channels-last nodes join only runs that reach an NCHW operator, which
-    // fixes where positions are (a plain transformer has none, and its rows are row
-    // blocking's).
-    let fixes =
-        |step: usize| rule_at(step).is_some_and(|r| fixes_layout(&r, &graph.nodes[order[step]]));
-    let splittable_with = |step: usize, rows: bool| {
-        allowed(order[step])
-            && !constant(step)
-            && rule_at(step).is_some_and(|r| rows || r != Rule::Rows)
-    };
-    // A peak at a constant node (an exporter's Identity of a weight, between the nodes whose
-    // tensors make the peak) is spanned by the chains around it.
-    if peak >= order.len() || !(splittable_with(peak, true) || constant(peak)) {
-        return Ok(());
-    }
-    let kernels = Kernels::of(graph, order);
-    let counts = |step: usize| usize::from(!constant(step)) * kernels.weight[step];
-    // The run around the peak within `max_nodes` kernels of it either way.
-    let reach = |rows: bool| {
-        let ok = |step: usize| splittable_with(step, rows) || constant(step);
-        let (mut low, mut high, mut n) = (peak, peak, 0);
-        while low > 0 && ok(low - 1) && n < max_nodes {
-            low -= 1;
-            n += counts(low);
+/// What walking the chains around a plan's steps reads, worked out once per plan: for each
+/// step of `order`, whether its node stays outside chains ([`stays_outside`]), its rule, and
+/// the kernels of the graph's units over the steps ([`Kernels`]). A round walks around
+/// hundreds of steps of the same plan.
+pub struct Walker<'g> {
+    graph: &'g Graph,
+    order: &'g [NodeId],
+    outside: Vec<bool>,
+    rules: Vec<Option<Rule>>,
+    kernels: Kernels,
+    /// Kernels in steps `[0, s)`, to count a chain's length.
+    before: Vec<usize>,
+}
+
+impl<'g> Walker<'g> {
+    /// The walker of `graph`'s steps in `order`.
+    pub fn new(graph: &'g Graph, order: &'g [NodeId]) -> Walker<'g> {
+        let outside: Vec<bool> = order.iter().map(|&n| stays_outside(graph, n)).collect();
+        let rules = order
+            .iter()
+            .map(|&n| rule_of(graph, &graph.nodes[n]))
+            .collect();
+        let kernels = Kernels::of(graph, order);
+        let mut before = vec![0usize; order.len() + 1];
+        for s in 0..order.len() {
+            before[s + 1] = before[s] + usize::from(!outside[s]) * kernels.weight[s];
         }
-        n = 0;
-        while high + 1 < order.len() && ok(high + 1) && n < max_nodes {
-            high += 1;
-            // The kernel of a unit spanning the peak (the peak at a DQ that stays outside)
-            // is the peak's own.
-            n += counts(high) * usize::from(kernels.spans_from[high] > peak);
+        Walker {
+            graph,
+            order,
+            outside,
+            rules,
+            kernels,
+            before,
         }
-        (low, high)
-    };
-    let (low, high) = reach(true);
-    let rows = (low..=high).any(fixes);
-    if !rows && !splittable_with(peak, false) && !constant(peak) {
-        return Ok(());
     }
-    let (low, high) = if rows { (low, high) } else { reach(false) };
-    let splittable = |step: usize| splittable_with(step, rows);
-    // Kernels in `[0, s)`, to count a chain's length.
-    let mut before = vec![0usize; order.len() + 1];
-    for s in 0..order.len() {
-        before[s + 1] = before[s] + counts(s);
-    }
-    let nodes_in = |start: usize, end: usize| before[end + 1] - before[start];
-    for end in (peak..=high).filter(|&s| splittable(s) && kernels.ends[s]) {
-        if nodes_in(peak, end) > max_nodes {
-            break;
+
+    /// Walks every chain of at most `max_nodes` kernels made of the nodes at steps `[start,
+    /// end]` of the order (less the nodes that stay outside chains, see [`stays_outside`],
+    /// which neither start nor end a chain) with `start ≤ peak ≤ end`, taking QDQ node units
+    /// whole and counting each as one kernel (see [`Kernels`]), last step by last step, each
+    /// from the shortest (first step at `peak`) to the longest. `visit` gets each chain's
+    /// first and last steps and a way to build it (`None` when those nodes form no chain),
+    /// and says whether the chain is worth growing. When it is not, the walk takes no
+    /// earlier first step for that last step: the caller says so when no grid cuts the chain
+    /// within the MAC allowance, and prepending nodes leaves the region every node of the
+    /// chain computes per tile as it was (regions follow from the chain's output backwards)
+    /// while adding the new nodes' recomputed positions, so no grid of a longer chain
+    /// recomputes less. `allowed` says which nodes may be split (nodes made by an earlier
+    /// split may not); `opset` is the default domain's version.
+    pub fn around<E>(
+        &self,
+        peak: usize,
+        allowed: &dyn Fn(NodeId) -> bool,
+        (max_nodes, opset): (usize, i64),
+        visit: &mut ChainVisit<'_, E>,
+    ) -> Result<(), E> {
+        let (graph, order, kernels) = (self.graph, self.order, &self.kernels);
+        let constant = |step: usize| self.outside[step];
+        let rule_at = |step: usize| self.rules[step].as_ref();
+        // Token-major and channels-last nodes join only runs that reach an NCHW operator,
+        // which fixes where positions are (a plain transformer has none, and its rows are
+        // row blocking's).
+        let fixes = |step: usize| {
+            rule_at(step).is_some_and(|r| fixes_layout(r, &graph.nodes[order[step]]))
+        };
+        let splittable_with = |step: usize, rows: bool| {
+            allowed(order[step])
+                && !constant(step)
+                && rule_at(step).is_some_and(|r| rows || *r != Rule::Rows)
+        };
+        // A peak at a constant node (an exporter's Identity of a weight, between the nodes
+        // whose tensors make the peak) is spanned by the chains around it.
+        if peak >= order.len() || !(splittable_with(peak, true) || constant(peak)) {
+            return Ok(());
         }
-        // A chain may begin after the peak when the unit it begins spans the peak.
-        let begins = |s: usize| kernels.spans_from[s] <= peak && kernels.starts[s];
-        for start in (low..=end).rev().filter(|&s| splittable(s) && begins(s)) {
-            if nodes_in(start, end) > max_nodes {
+        let counts = |step: usize| usize::from(!constant(step)) * kernels.weight[step];
+        // The run around the peak within `max_nodes` kernels of it either way.
+        let reach = |rows: bool| {
+            let ok = |step: usize| splittable_with(step, rows) || constant(step);
+            let (mut low, mut high, mut n) = (peak, peak, 0);
+            while low > 0 && ok(low - 1) && n < max_nodes {
+                low -= 1;
+                n += counts(low);
+            }
+            n = 0;
+            while high + 1 < order.len() && ok(high + 1) && n < max_nodes {
+                high += 1;
+                // The kernel of a unit spanning the peak (the peak at a DQ that stays
+                // outside) is the peak's own.
+                n += counts(high) * usize::from(kernels.spans_from[high] > peak);
+            }
+            (low, high)
+        };
+        let (low, high) = reach(true);
+        let rows = (low..=high).any(fixes);
+        if !rows && !splittable_with(peak, false) && !constant(peak) {
+            return Ok(());
+        }
+        let (low, high) = if rows { (low, high) } else { reach(false) };
+        let splittable = |step: usize| splittable_with(step, rows);
+        let nodes_in = |start: usize, end: usize| self.before[end + 1] - self.before[start];
+        for end in (peak..=high).filter(|&s| splittable(s) && kernels.ends[s]) {
+            if nodes_in(peak, end) > max_nodes {
                 break;
             }
-            let build = || {
-                let nodes: Vec<NodeId> = order[start..=end]
-                    .iter()
-                    .copied()
-                    .filter(|&n| !stays_outside(graph, n))
-                    .collect();
-                chain_of(graph, &nodes, opset)
-            };
-            if !visit([kernels.spans_from[start], end], &build)? {
-                break;
+            // A chain may begin after the peak when the unit it begins spans the peak.
+            let begins = |s: usize| kernels.spans_from[s] <= peak && kernels.starts[s];
+            for start in (low..=end).rev().filter(|&s| splittable(s) && begins(s)) {
+                if nodes_in(start, end) > max_nodes {
+                    break;
+                }
+                let build = || {
+                    let nodes: Vec<NodeId> = (start..=end)
+                        .filter(|&s| !constant(s))
+                        .map(|s| order[s])
+                        .collect();
+                    chain_of(graph, &nodes, opset)
+                };
+                if !visit([kernels.spans_from[start], end], &build)? {
+                    break;
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Where chains may begin and end in a schedule, and what each step counts toward a chain's
@@ -258,9 +290,10 @@ pub fn is_constant(graph: &Graph, node: NodeId) -> bool {
 /// every tile's copy of its unit, as a DequantizeLinear that units share.
 pub fn stays_outside(graph: &Graph, node: NodeId) -> bool {
     let n = &graph.nodes[node];
-    let broadcast = |v: ValueId| shape_of(graph, v).is_some_and(|s| s.len() == 4 && s[2..] == [1, 1]);
-    is_constant(graph, node)
-        || (n.op_type == "DequantizeLinear" && n.outputs.first().copied().flatten().is_some_and(broadcast))
+    let broadcast =
+        |v: ValueId| shape_of(graph, v).is_some_and(|s| s.len() == 4 && s[2..] == [1, 1]);
+    let output = n.outputs.first().copied().flatten();
+    is_constant(graph, node) || (n.op_type == "DequantizeLinear" && output.is_some_and(broadcast))
 }
 
 /// A default-domain `Shape` node whose output value inference knows.

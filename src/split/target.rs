@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::TrialPlan;
-use super::chain::{Chain, MAX_CHAIN_NODES, walk_chains_around};
+use super::chain::{Chain, MAX_CHAIN_NODES, Walker};
 use super::cuts::{Cuts, NodeKeys};
 use super::grades::ChainMemo;
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
@@ -184,6 +184,7 @@ pub fn target(
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
     let opset = planned.model.opsets.version("").unwrap_or(1);
+    let walker = Walker::new(graph, order);
     let mut levels: Vec<u64> = live.to_vec();
     levels.sort_unstable_by(|a, b| b.cmp(a));
     levels.dedup();
@@ -220,7 +221,7 @@ pub fn target(
                 Ok(true)
             };
             if ahead {
-                walk_chains_around(graph, order, step, allowed, limits, &mut look)?;
+                walker.around(step, allowed, limits, &mut look)?;
             }
             let mut early: HashMap<[usize; 2], Option<ChainGrades>> = unseen
                 .into_par_iter()
@@ -265,7 +266,7 @@ pub fn target(
                 graded.insert(steps, g);
                 Ok(fits)
             };
-            let walked = walk_chains_around(graph, order, step, allowed, limits, &mut visit);
+            let walked = walker.around(step, allowed, limits, &mut visit);
             for (steps, g) in early {
                 if let Some(g) = g {
                     memo.keep(steps, progressive, Arc::new(g));
