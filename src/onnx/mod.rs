@@ -12,8 +12,10 @@ mod digest;
 mod encode;
 mod io;
 mod outputs;
+mod rebuild;
 
 pub use digest::{PendingDigest, hex};
 pub use encode::write_model;
 pub use io::{ModelFile, decode_model, external_files, load_model, model_dir, open_model_file};
 pub use outputs::Outputs;
+pub use rebuild::with_nodes;

@@ -172,9 +172,7 @@ pub fn splice(
     replaced: &dyn Fn(NodeId) -> bool,
     internal: &HashSet<&str>,
 ) -> (ModelProto, Vec<Option<usize>>, Vec<Vec<String>>) {
-    let mut model = proto.clone();
-    let g = model.graph.as_mut().expect("a loaded model has a graph");
-    let old = std::mem::take(&mut g.node);
+    let old = &proto.graph.as_ref().expect("a loaded model has a graph").node;
     let added: usize = rewrites.iter().map(|(_, r)| r.nodes.len()).sum();
     let mut nodes = Vec::with_capacity(order.len() + added);
     let mut kept = Vec::with_capacity(nodes.capacity());
@@ -193,7 +191,8 @@ pub fn splice(
             kept.push(Some(n));
         }
     }
-    g.node = nodes;
+    let mut model = crate::onnx::with_nodes(proto, nodes);
+    let g = model.graph.as_mut().expect("a loaded model has a graph");
     let mut glue = Vec::with_capacity(rewrites.len());
     // Before IR version 4 every initializer must also be a graph input.
     let listed_as_inputs = proto.ir_version() < 4;

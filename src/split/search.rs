@@ -447,11 +447,9 @@ pub fn arena(planned: &TrialPlan) -> u64 {
 
 /// The model with its nodes in the plan's execution order (so the order is the stored one).
 pub(super) fn in_schedule_order(model: &ModelProto, schedule: &[usize]) -> ModelProto {
-    let mut out = model.clone();
-    let g = out.graph.as_mut().expect("a loaded model has a graph");
-    let nodes = std::mem::take(&mut g.node);
-    g.node = schedule.iter().map(|&i| nodes[i].clone()).collect();
-    out
+    let nodes = &model.graph.as_ref().expect("a loaded model has a graph").node;
+    let ordered = schedule.iter().map(|&i| nodes[i].clone()).collect();
+    crate::onnx::with_nodes(model, ordered)
 }
 fn record(
     chain: &Chain,
