@@ -66,11 +66,16 @@ fn conv_unit() -> (Vec<NodeProto>, Vec<TensorProto>) {
 }
 
 fn entry<'t>(table: &'t Value, name: &str) -> &'t Value {
+    &table["tensors"][tensor_index(table, name)]
+}
+
+/// The position of tensor `name` in the table's `tensors`.
+fn tensor_index(table: &Value, name: &str) -> usize {
     table["tensors"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["name"] == name)
+        .position(|t| t["name"] == name)
         .unwrap_or_else(|| panic!("no tensor {name}"))
 }
 
@@ -272,18 +277,10 @@ fn the_verifier_refuses_tables_that_break_units() {
     let refuses = |edit: &dyn Fn(&mut Value), needle: &str| {
         assert_refuses_edited(dir.path(), &path, &good, edit, needle)
     };
-    let tensor = |t: &mut Value, name: &str| -> usize {
-        t["tensors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|e| e["name"] == name)
-            .unwrap()
-    };
     // The Conv's float output given arena bytes.
     refuses(
         &|t| {
-            let i = tensor(t, "c");
+            let i = tensor_index(t, "c");
             t["tensors"][i]["arena"] = 0.into();
             t["tensors"][i]["offset"] = 0.into();
         },
@@ -292,7 +289,7 @@ fn the_verifier_refuses_tables_that_break_units() {
     // The shared DQ's output listed as an ordinary tensor.
     refuses(
         &|t| {
-            let i = tensor(t, "d_c");
+            let i = tensor_index(t, "d_c");
             t["tensors"][i]["kind"] = "intermediate".into();
             t["tensors"][i].as_object_mut().unwrap().remove("node_unit");
         },
@@ -465,15 +462,7 @@ fn a_reshape_unit_gives_its_output_its_inputs_bytes() {
     // The verifier derives the alias from the unit: a claim on another integer tensor, or
     // at another offset, is refused.
     let good = table.clone();
-    let position = |t: &Value, name: &str| {
-        t["tensors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|e| e["name"] == name)
-            .unwrap()
-    };
-    let f = position(&good, "f_q");
+    let f = tensor_index(&good, "f_q");
     assert_refuses_edited(
         dir.path(),
         &path,

@@ -239,21 +239,14 @@ impl<'g> Analyser<'g> {
             strided: options.strided,
             blockwise: options.blockwise,
         };
-        // A unit's nodes run as one kernel: none of them shares bytes, but a unit whose
-        // operator is an alias may give its integer output its integer input's bytes.
-        let mut in_unit = vec![false; graph.nodes.len()];
-        let mut unit_of_op = vec![None; graph.nodes.len()];
-        for u in &graph.units {
-            u.nodes
-                .iter()
-                .chain(&u.shared)
-                .for_each(|&n| in_unit[n] = true);
-            unit_of_op[u.op] = Some(u);
-        }
         for (step, &node_id) in self.order.iter().enumerate() {
-            if in_unit[node_id] {
+            // A unit's nodes run as one kernel: none of them shares bytes, but a unit whose
+            // operator is an alias may give its integer output its integer input's bytes.
+            let units = graph.units_of(node_id);
+            if !units.is_empty() {
+                let unit = units.iter().map(|&u| &graph.units[u]).find(|u| u.op == node_id);
                 if let (ReuseRule::Alias, true, Some(unit)) =
-                    (self.rules[node_id], options.alias, unit_of_op[node_id])
+                    (self.rules[node_id], options.alias, unit)
                 {
                     grouping.try_unit_alias(unit);
                 }

@@ -12,11 +12,11 @@ use std::time::Duration;
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, Walker};
 use super::cuts::NodeKeys;
 use super::memo::Memo;
-use super::estimate::{Banding, chain_work, step_operands, strips_work, tiles_work};
+use super::estimate::{chain_work, step_operands, strips_work, tiles_work};
 use super::rows::chain::Recompute;
 use super::rows::rules::RuleSet;
 use super::rows::{self, Blocking};
-use super::target::{grade, target};
+use super::target::{Counting, grade, target};
 use super::tiling::Tiling;
 use super::{Memos, Spend, Spent, SplitOptions, TrialPlan};
 use crate::plan::WORK_PER_SECOND;
@@ -140,10 +140,7 @@ pub fn candidates(
     (spend, memos): (Spend, &Memos),
 ) -> Result<Vec<Candidate>, Spent> {
     let round = Round {
-        plan: [
-            Arc::as_ptr(&planned.model) as usize,
-            Arc::as_ptr(&planned.table) as usize,
-        ],
+        plan: planned.address(),
         origin: origin.to_vec(),
         allowance,
         aim,
@@ -223,6 +220,8 @@ fn rank(
     let mut found = Vec::new();
     // Under a budget, finer grids and longer chains too.
     let tried = grids(budget.is_some(), options.fine_strips);
+    let progressive = options.progressive_bands;
+    let walker = Walker::new(graph, order);
     let longest = match budget {
         Some(_) => MAX_BUDGET_CHAIN_NODES,
         None => MAX_CHAIN_NODES,
@@ -236,10 +235,10 @@ fn rank(
             let found = target(
                 planned,
                 live,
-                (&allowed, options.progressive_bands, options.first),
+                (&allowed, progressive, options.first),
                 grids,
                 allowance,
-                (spend, cuts, &keys, memo),
+                (spend, cuts, &keys, memo, &walker),
                 share,
             )?;
             (found.target, found.graded)
@@ -253,7 +252,6 @@ fn rank(
     };
     // Whether each chain seen so far has a grid within the allowance.
     let mut seen: HashMap<[usize; 2], bool> = HashMap::new();
-    let walker = Walker::new(graph, order);
     for &step in &hot {
         let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
             if let Some(&fits) = seen.get(&steps) {
@@ -269,16 +267,12 @@ fn rank(
                 Some(g) => g,
                 None => {
                     let make = |spend: Spend| {
-                        let made_by_split = |n: usize| !allowed(n);
-                        let banding = Banding {
-                            made_by_split: &made_by_split,
-                            progressive: options.progressive_bands,
-                        };
                         let grids = (tried, allowance);
-                        let how = (&banding, cuts, &keys);
+                        let counting: Counting = (&allowed, progressive);
+                        let how = (counting, cuts, &keys);
                         grade(graph, table, live, &chain, steps, grids, how, spend).map(Some)
                     };
-                    let key = (steps, tried, options.progressive_bands);
+                    let key = (steps, tried, progressive);
                     let made = memo.grades(key, spend, make)?;
                     made.expect("a built chain is graded")
                 }

@@ -84,7 +84,7 @@ impl<'g> Walker<'g> {
             .iter()
             .map(|&n| rule_of(graph, &graph.nodes[n]))
             .collect();
-        let kernels = Kernels::of(graph, order);
+        let kernels = Kernels::of(graph, order, &outside);
         let mut before = vec![0usize; order.len() + 1];
         for s in 0..order.len() {
             before[s + 1] = before[s] + usize::from(!outside[s]) * kernels.weight[s];
@@ -214,8 +214,9 @@ struct Kernels {
 }
 
 impl Kernels {
-    /// The kernels of `graph`'s units over the steps of `order`.
-    fn of(graph: &Graph, order: &[NodeId]) -> Kernels {
+    /// The kernels of `graph`'s units over the steps of `order`, where `outside` says which
+    /// steps' nodes stay outside chains ([`stays_outside`]).
+    fn of(graph: &Graph, order: &[NodeId], outside: &[bool]) -> Kernels {
         let n = order.len();
         let mut kernels = Kernels {
             starts: vec![true; n],
@@ -240,8 +241,8 @@ impl Kernels {
             let steps: Vec<usize> = unit
                 .nodes
                 .iter()
-                .filter(|&&node| !stays_outside(graph, node))
                 .filter_map(|&node| step_of.get(node).copied().filter(|&s| s < n))
+                .filter(|&s| !outside[s])
                 .collect();
             let (Some(&first), Some(&last)) = (steps.iter().min(), steps.iter().max()) else {
                 continue;

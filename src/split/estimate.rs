@@ -213,7 +213,8 @@ impl ChainEstimate {
                 bytes(per_position(graph, v, chain.grids[k]), (h * w) as u64)
             })
             .sum();
-        let ends = unit_ends(graph, chain);
+        let units = chain_units(graph, chain);
+        let ends = unit_ends(graph, chain, &units);
         let mut last_use = vec![0; chain.nodes.len()];
         for (k, reads) in chain.reads.iter().enumerate() {
             for read in reads {
@@ -266,9 +267,9 @@ impl ChainEstimate {
         };
         // The float tensors inside QDQ node units take no arena bytes: those of the units
         // with a node in the chain (the estimate runs per chain, so not every unit's).
-        let fused: HashSet<ValueId> = chain_units(graph, chain)
-            .into_iter()
-            .flat_map(|u| graph.units[u].internal.iter().copied())
+        let fused: HashSet<ValueId> = units
+            .iter()
+            .flat_map(|&u| graph.units[u].internal.iter().copied())
             .collect();
         ChainEstimate {
             outside: outside_peak(live, [start, end]),
@@ -433,16 +434,17 @@ impl ChainEstimate {
 
 /// For each chain node, the position of the chain node that ends its kernel: the last chain
 /// node of its QDQ node unit (for a DequantizeLinear shared by units, of the last unit reading
-/// it), or itself outside units. A unit runs as one kernel, reading its inputs until it
-/// writes its outputs, so what its nodes read stays live until then.
-fn unit_ends(graph: &Graph, chain: &Chain) -> Vec<usize> {
+/// it), or itself outside units; `units` are the chain's ([`chain_units`]). A unit runs as
+/// one kernel, reading its inputs until it writes its outputs, so what its nodes read stays
+/// live until then.
+fn unit_ends(graph: &Graph, chain: &Chain, units: &[usize]) -> Vec<usize> {
     let mut ends: Vec<usize> = (0..chain.nodes.len()).collect();
     if graph.units.is_empty() {
         return ends;
     }
     let position: std::collections::HashMap<NodeId, usize> =
         chain.nodes.iter().enumerate().map(|(k, &n)| (n, k)).collect();
-    for unit in chain_units(graph, chain).into_iter().map(|u| &graph.units[u]) {
+    for unit in units.iter().map(|&u| &graph.units[u]) {
         let at = |nodes: &[NodeId]| -> Vec<usize> {
             nodes.iter().filter_map(|n| position.get(n).copied()).collect()
         };

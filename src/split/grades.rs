@@ -59,10 +59,7 @@ impl Grades {
         allowance: u64,
     ) -> Arc<PlanGrades> {
         let key = PlanKey {
-            plan: [
-                Arc::as_ptr(&planned.model) as usize,
-                Arc::as_ptr(&planned.table) as usize,
-            ],
+            plan: planned.address(),
             origin: origin.to_vec(),
             allowance,
         };

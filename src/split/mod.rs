@@ -72,6 +72,17 @@ pub struct TrialPlan {
     pub table: Arc<Table>,
 }
 
+impl TrialPlan {
+    /// The plan's address (its model's and table's): the memos that hold a plan name it by
+    /// this, as no other plan can take it while they hold it.
+    pub fn address(&self) -> [usize; 2] {
+        [
+            Arc::as_ptr(&self.model) as usize,
+            Arc::as_ptr(&self.table) as usize,
+        ]
+    }
+}
+
 /// Whether the pass may split operators.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]

@@ -15,7 +15,7 @@ use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_wor
 use super::tiling::cut_within;
 use super::{Spend, Spent};
 use crate::emit::Table;
-use crate::ir::Graph;
+use crate::ir::{Graph, NodeId};
 use rayon::prelude::*;
 
 /// One grid of a chain, estimated.
@@ -30,6 +30,10 @@ pub struct Graded {
     /// The multiply-accumulates its halos recompute.
     pub extra_macs: u64,
 }
+
+/// How a grading counts the inputs earlier splits assembled: which nodes may be split (those
+/// earlier splits made may not) and whether bands are counted progressively ([`Banding`]).
+pub type Counting<'a> = (&'a dyn Fn(NodeId) -> bool, bool);
 
 /// A chain's grades over a list of grids, with what charging them again needs.
 #[derive(Clone, Debug)]
@@ -95,7 +99,8 @@ fn charge_grids<E: FnOnce() -> Graded>(
 /// Every grid of `grids` that cuts `chain` (over `steps` of the plan whose live bytes per
 /// step are `live`) within `allowance` extra MACs, estimated, in the order of `grids`. A grid
 /// with at least the rows and columns of one that failed is not tried: it recomputes more.
-/// The work is charged to `spend`.
+/// The inputs earlier splits assembled are counted as [`Counting`] says. The work is charged
+/// to `spend`.
 #[allow(clippy::too_many_arguments)]
 pub fn grade(
     graph: &Graph,
@@ -104,10 +109,15 @@ pub fn grade(
     chain: &Chain,
     steps: [usize; 2],
     (grids, allowance): (&'static [[usize; 2]], u64),
-    (banding, cuts, keys): (&Banding, &Cuts, &NodeKeys),
+    ((allowed, progressive), cuts, keys): (Counting, &Cuts, &NodeKeys),
     spend: Spend,
 ) -> Result<ChainGrades, Spent> {
-    let estimates = ChainEstimate::new(graph, (table, live), chain, steps, banding);
+    let made_by_split = |n: NodeId| !allowed(n);
+    let banding = Banding {
+        made_by_split: &made_by_split,
+        progressive,
+    };
+    let estimates = ChainEstimate::new(graph, (table, live), chain, steps, &banding);
     let signature = Cuts::signature(keys, chain);
     let nodes = chain.nodes.len();
     let graded = charge_grids(nodes, grids, spend, |grid| {
@@ -148,19 +158,18 @@ pub struct Aim {
     pub graded: HashMap<[usize; 2], Vec<Graded>>,
 }
 
-/// The target arena of a plan's chains and the first and last steps of the chains that
-/// cover the steps above it: the smallest estimated peak that every chain which must be split
-/// reaches with its cheapest grid of `grids`, all within `allowance` extra MACs (see
-/// [`smallest_target`]); `None` when no target below the plan's peak fits. Chains are worked
-/// out around the steps above each candidate target only, highest live bytes first, so the
-/// steps under the answer are never looked at. `live` is the plan's live bytes per step
-/// ([`super::estimate::live_bytes`]); chains are cut through `cuts` and signed by `keys` (the
-/// plan graph's). The estimates are charged to `spend`; once they would pass `share` units,
-/// no lower level is looked at and the answer of the levels done stands (deep networks of
-/// cheap halos, where every chain fits, would otherwise spend the whole search on ranking).
-/// With `ahead` (the first search, see `SplitOptions::first`), the chains around each step
-/// are graded side by side before the walk takes them in turn: the same grades, charged the
-/// same work in the same order.
+/// The target arena of a plan's chains and the first and last steps of the chains that cover the
+/// steps above it: the smallest estimated peak that every chain which must be split reaches with
+/// its cheapest grid of `grids`, all within `allowance` extra MACs (see [`smallest_target`]);
+/// `None` when no target below the plan's peak fits. Chains are worked out around the steps above
+/// each candidate target only, highest live bytes first, so the steps under the answer are never
+/// looked at. `live` is the plan's live bytes per step ([`super::estimate::live_bytes`]); chains
+/// are walked by `walker`, cut through `cuts`, signed by `keys` and their grades kept in `memo`
+/// (the plan's). The estimates are charged to `spend`; once they would pass `share` units, no lower
+/// level is looked at and the answer of the levels done stands (deep networks of cheap halos, where
+/// every chain fits, would otherwise spend the whole search on ranking). With `ahead` (the first
+/// search, see `SplitOptions::first`), the chains around each step are graded side by side before
+/// the walk takes them in turn: the same grades, charged the same work in the same order.
 #[allow(clippy::too_many_arguments)]
 pub fn target(
     planned: &TrialPlan,
@@ -168,7 +177,7 @@ pub fn target(
     (allowed, progressive, ahead): (&(dyn Fn(usize) -> bool + Sync), bool, bool),
     grids: &'static [[usize; 2]],
     allowance: u64,
-    (spend, cuts, keys, memo): (Spend, &Cuts, &NodeKeys, &ChainMemo),
+    (spend, cuts, keys, memo, walker): (Spend, &Cuts, &NodeKeys, &ChainMemo, &Walker),
     share: u64,
 ) -> Result<Aim, Spent> {
     let charged = Cell::new(0u64);
@@ -182,9 +191,7 @@ pub fn target(
         spend(units)
     };
     let graph = &planned.model.graph;
-    let order = &planned.table.schedule;
     let opset = planned.model.opsets.version("").unwrap_or(1);
-    let walker = Walker::new(graph, order);
     let mut levels: Vec<u64> = live.to_vec();
     levels.sort_unstable_by(|a, b| b.cmp(a));
     levels.dedup();
@@ -193,12 +200,8 @@ pub fn target(
     let mut answer = None;
     // A chain's grades (a pure function of the chain and the plan, charged to `spend`).
     let grade_chain = |chain: &Chain, steps: [usize; 2], spend: Spend| {
-        let made_by_split = |n: usize| !allowed(n);
-        let banding = Banding {
-            made_by_split: &made_by_split,
-            progressive,
-        };
-        let how = (&banding, cuts, keys);
+        let counting: Counting = (allowed, progressive);
+        let how = (counting, cuts, keys);
         let limits = (grids, allowance);
         grade(graph, &planned.table, live, chain, steps, limits, how, spend)
     };
