@@ -837,7 +837,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
 /// peak alike, so the arena drops only once all eight are blocked. The first round picks the
 /// best of its trials; each later round takes the first trial that cuts its block as the
 /// first was cut, so the search blocks all eight within a split allowance (`--split-time
-/// 10`, 300 M work units) that trying every round's candidates runs out of (it then keeps
+/// 1`, 30 M work units) that trying every round's candidates runs out of (it then keeps
 /// nothing). Worked by hand: one row chain per block; then at most half of one block's scores
 /// (64 KiB) is live, beside at most six [1,128,8] tensors (4 KiB each: the block's input,
 /// K, Kᵀ, V, Vᵀ and the context being assembled), so the arena is at most 90,112 bytes.
@@ -848,7 +848,7 @@ fn repeated_layers_are_all_blocked_within_a_small_allowance() {
         dir.path(),
         "stack",
         &attention_stack(128, 8),
-        &["--split", "auto", "--split-time", "10"],
+        &["--split", "auto", "--split-time", "1"],
     );
     let t = common::read_table(&table);
     let splits = t.splits.as_ref().expect("a splits section");

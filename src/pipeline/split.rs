@@ -21,10 +21,10 @@ use crate::split::memo::Memo;
 use crate::split::{self, SplitOptions, TrialPlan};
 
 /// Work units a split trial is charged per node of its model, beside its planner's own work:
-/// inference, liveness and the order search of the rewritten model (about 0.3 ms a node on a
-/// loaded 2-core machine, at [`plan::WORK_PER_SECOND`]; 0.15 ms measured unloaded on a
-/// 10,000-node rewrite of CaiT).
-const TRIAL_WORK_PER_NODE: u64 = 9_000;
+/// inference, liveness and the order search of the rewritten model, about 30 µs a node of one
+/// core at [`plan::WORK_PER_SECOND`] (16–35 µs measured on seven models, ARCHITECTURE.md,
+/// "Work units").
+const TRIAL_WORK_PER_NODE: u64 = 900;
 
 /// Plans with the split stage: the search plans candidates without the advanced modes, as
 /// trials (`Purpose::Trial`: a quicker order search, fewer liveness flips, no verifier, as a

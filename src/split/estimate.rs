@@ -12,9 +12,10 @@ use crate::emit::Table;
 use crate::ir::{Graph, NodeId, ValueId};
 
 /// Work units charged per chain node for each strip or tile an estimate visits (a region
-/// propagated, a tile's working set summed), about 10 ns of one core each as the planners'
-/// units are (see [`crate::plan::WORK_PER_SECOND`]).
-pub const UNITS_PER_NODE_VISIT: u64 = 10;
+/// propagated, a tile's working set summed): about 100 ns of one core, 33 ns a unit as the
+/// planners' units are (see [`crate::plan::WORK_PER_SECOND`]; 57–124 ns measured on six
+/// models, ARCHITECTURE.md, "Work units").
+pub const UNITS_PER_NODE_VISIT: u64 = 3;
 
 /// The work of cutting a chain of `nodes` nodes by `grid`: its `rows + cols` strips
 /// propagated (which [`crate::split::tiling::tile_within`] does before it gives up on a grid).

@@ -412,9 +412,9 @@ pub fn smallest_target(
 mod tests {
     use super::*;
 
-    /// A two-node chain whose grid 2×1 failed: 2×2 and 3×1 are not tried; worked by hand at
-    /// 10 units per node visit (strips: nodes × (rows + columns), tiles: nodes × rows ×
-    /// columns).
+    /// A two-node chain whose grid 2×1 failed: 2×2 and 3×1 are not tried; node visits worked
+    /// by hand (strips: nodes × (rows + columns), tiles: nodes × rows × columns), charged at
+    /// `UNITS_PER_NODE_VISIT` each.
     #[test]
     fn replayed_grades_charge_what_grading_charged() {
         static GRIDS: [[usize; 2]; 5] = [[1, 2], [2, 1], [2, 2], [3, 1], [1, 3]];
@@ -437,11 +437,12 @@ mod tests {
         };
         let got = grades.replay(&GRIDS, &record).unwrap();
         assert_eq!(got.iter().map(|g| g.grid).collect::<Vec<_>>(), [[1, 2], [1, 3]]);
-        assert_eq!(charges.take(), [60, 40, 60, 80, 60]);
+        let u = crate::split::estimate::UNITS_PER_NODE_VISIT;
+        assert_eq!(charges.take(), [6 * u, 4 * u, 6 * u, 8 * u, 6 * u]);
         // The first two grids alone: their grades and charges.
         let got = grades.replay(&GRIDS[..2], &record).unwrap();
         assert_eq!(got.len(), 1);
-        assert_eq!(charges.take(), [60, 40, 60]);
+        assert_eq!(charges.take(), [6 * u, 4 * u, 6 * u]);
         // A spent allowance stops the replay where grading would stop.
         let left = std::cell::Cell::new(2);
         let two = |_| {
