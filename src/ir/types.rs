@@ -143,13 +143,39 @@ impl TensorType {
     /// dimension is known or symbolic and the type has a fixed size; sub-byte types round up.
     pub fn bytes_expr(&self) -> Option<Expr> {
         let bits = i64::from(self.dtype.bits()?);
-        let elements = self
-            .shape
-            .as_ref()?
+        let shape = self.shape.as_ref()?;
+        if let Some(bytes) = constant_bytes(shape, bits) {
+            return bytes.map(Expr::constant);
+        }
+        let elements = shape
             .iter()
             .try_fold(Expr::constant(1), |acc, d| acc.mul(&d.expr()?))?;
         elements.scale(bits)?.ceil_div(8)
     }
+}
+
+/// [`TensorType::bytes_expr`] of a shape whose dimensions are all known, in plain integers (a
+/// split trial asks it of every tensor): `None` when a dimension is not known, else the
+/// constant, or `None` within when the expression's arithmetic would overflow (its products
+/// stop at a zero factor, as a product of expressions with zero does).
+fn constant_bytes(shape: &[Dim], bits: i64) -> Option<Option<i64>> {
+    let mut elements = Some(1i64);
+    for d in shape {
+        let v = d.value()?;
+        elements = elements.and_then(|n| match n == 0 || v == 0 {
+            true => Some(0),
+            false => n.checked_mul(v),
+        });
+    }
+    Some(
+        elements
+            .and_then(|n| match n == 0 || bits == 0 {
+                true => Some(0),
+                false => n.checked_mul(bits),
+            })
+            .and_then(|b| b.checked_add(7))
+            .map(|b| b.div_euclid(8)),
+    )
 }
 
 /// The type of any ONNX value.
@@ -293,6 +319,39 @@ fn shape_to_proto(shape: &[Dim]) -> TensorShapeProto {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes of known shapes worked by hand, and the same through the expression arithmetic
+    /// (a symbol set to the last dimension's size).
+    #[test]
+    fn known_shapes_size_as_their_expressions_do() {
+        let known = |dtype, dims: &[i64]| TensorType {
+            dtype,
+            shape: Some(dims.iter().map(|&d| Dim::Known(d)).collect()),
+        };
+        let bytes = |t: &TensorType| t.bytes_expr().and_then(|e| e.as_constant());
+        assert_eq!(bytes(&known(DType::Float, &[2, 3])), Some(24));
+        assert_eq!(bytes(&known(DType::Int4, &[3])), Some(2));
+        assert_eq!(bytes(&known(DType::Float, &[0, 5])), Some(0));
+        // A zero factor stops the product before the overflow it would meet.
+        assert_eq!(bytes(&known(DType::Float, &[0, i64::MAX, 2])), Some(0));
+        assert_eq!(known(DType::Float, &[i64::MAX, 2]).bytes_expr(), None);
+        assert_eq!(known(DType::Int8, &[i64::MAX]).bytes_expr(), None);
+        for dims in [&[2i64, 3][..], &[0, 5], &[7, 9, 5]] {
+            for dtype in [DType::Float, DType::Int4, DType::Int8] {
+                let mut symbolic = known(dtype, dims);
+                let last = symbolic.shape.as_mut().unwrap().last_mut().unwrap();
+                *last = Dim::Symbol("n".into());
+                let n = *dims.last().unwrap();
+                let at = |s: &str| (s == "n").then_some(n);
+                let evaluated = symbolic.bytes_expr().and_then(|e| e.eval(&at));
+                assert_eq!(
+                    bytes(&known(dtype, dims)),
+                    evaluated,
+                    "{dtype:?} {dims:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn proto_round_trip_keeps_symbols_and_unknowns() {
