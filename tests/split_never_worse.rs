@@ -114,7 +114,7 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         spent.set(spent.get() + units);
         true
     };
-    let stop_at_trial = |_model: onnx_memplan::onnx::proto::ModelProto| {
+    let stop_at_trial = |_model: &mut onnx_memplan::onnx::proto::ModelProto| {
         before_trial.set(Some(spent.get()));
         Ok(None)
     };
@@ -135,7 +135,7 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
     let left = Cell::new(estimates / 2);
     let trials = Cell::new(0);
     let limited = |units: u64| spend_within(&left, units);
-    let count_trial = |_model: onnx_memplan::onnx::proto::ModelProto| {
+    let count_trial = |_model: &mut onnx_memplan::onnx::proto::ModelProto| {
         trials.set(trials.get() + 1);
         Ok(None)
     };
@@ -173,7 +173,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
             spent.set(spent.get() + units);
             true
         };
-        let stop = |model: onnx_memplan::onnx::proto::ModelProto| {
+        let stop = |model: &mut onnx_memplan::onnx::proto::ModelProto| {
             tried.replace(Some((spent.get(), model.encode_to_vec())));
             Ok(None)
         };
@@ -208,7 +208,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     let left = Cell::new(fresh_work / 2);
     let limited = |units: u64| spend_within(&left, units);
     let trials = Cell::new(0);
-    let count = |_model: onnx_memplan::onnx::proto::ModelProto| {
+    let count = |_model: &mut onnx_memplan::onnx::proto::ModelProto| {
         trials.set(trials.get() + 1);
         Ok(None)
     };

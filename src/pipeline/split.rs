@@ -114,24 +114,26 @@ pub(super) fn plan_split(
     // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
     // `None` when the meter is spent, or when `role`'s search is abandoned meanwhile: its
     // trial, cut short, is not kept.
-    let budgeted_trial = |mut model: ModelProto,
+    let budgeted_trial = |model: &mut ModelProto,
                           (blockwise, role): (bool, Role),
                           (spend, meter): (split::Spend, &RefCell<Meter>)|
      -> Result<Option<TrialPlan>> {
-        let nodes = nodes_of(&model);
+        let nodes = nodes_of(model);
         if !spend(nodes.saturating_mul(TRIAL_WORK_PER_NODE)) || !meter.borrow_mut().running() {
             return Ok(None);
         }
         // Searches meet the same rewrites again (their first rounds start alike): a trial
         // planned before, or being planned by another search, is taken at the charge it had,
         // so no result changes.
-        let key = (digest(&mut model, &payloads), blockwise);
+        let key = (digest(model, &payloads), blockwise);
         let made = trials_done.get_or_make(key, !role.is_first(), || -> Result<_> {
-            let planned = plan_trial(model, blockwise, role.stop());
+            // Planned from the model itself, which the plan gives back.
+            let planned = plan_trial(std::mem::take(model), blockwise, role.stop());
             if role.abandoned() {
                 return Err(Abandoned.into());
             }
             let planned = planned?;
+            *model = planned.original;
             let trial = TrialPlan {
                 model: Arc::new(planned.model),
                 table: Arc::new(planned.table),
@@ -192,7 +194,7 @@ pub(super) fn plan_split(
             first: role.is_first(),
             ..split_options
         };
-        let trial = |model: ModelProto| match role.abandoned() {
+        let trial = |model: &mut ModelProto| match role.abandoned() {
             true => Ok(None),
             false => budgeted_trial(model, (search.blockwise, role), (&spend, &meter)),
         };

@@ -76,16 +76,18 @@ fn thins(before: &[u64], after: &[u64]) -> bool {
     after.iter().all(|&b| b <= peak + margin) && near(after) < near(before)
 }
 
-/// Runs the search from `first`, the plan of the input model `input`; `plan` plans a rewritten model
-/// (nodes in execution order) the same way, or gives `None` when the search's budget is spent,
-/// and `spend` charges the estimates that rank the candidates to the same budget: the search
-/// then ends with the chains accepted so far. Chains are cut through `cuts`, which the
-/// searches of one model share; `seen` hears after each round what the search has shown.
+/// Runs the search from `first`, the plan of the input model `input`; `plan` plans a
+/// rewritten model (nodes in execution order) the same way, leaving the model as it was (it
+/// may plan the model itself and give it back rather than copy it), or gives `None` when the
+/// search's budget is spent (the model then left unspecified), and `spend` charges the
+/// estimates that rank the candidates to the same budget: the search then ends with the
+/// chains accepted so far. Chains are cut through `cuts`, which the searches of one model
+/// share; `seen` hears after each round what the search has shown.
 pub fn search(
     input: &ModelProto,
     first: &TrialPlan,
     options: &SplitOptions,
-    plan: &dyn Fn(ModelProto) -> Result<Option<TrialPlan>>,
+    plan: &dyn Fn(&mut ModelProto) -> Result<Option<TrialPlan>>,
     (spend, memos, seen): (Spend, &Memos, Seen),
 ) -> Result<Outcome> {
     let source = &first.model.graph;
@@ -152,9 +154,9 @@ pub fn search(
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
             tried_rows |= matches!(candidate.cut, Cut::Rows(_));
-            let rewritten =
+            let mut rewritten =
                 rewrite_cut(proto, planned, candidate, (chains.len(), &origin), options);
-            let Some(trial) = plan(rewritten.model.clone())? else {
+            let Some(trial) = plan(&mut rewritten.model)? else {
                 spent = true;
                 break;
             };
@@ -211,8 +213,8 @@ pub fn search(
                 break;
             }
             let proto = current.as_ref().map_or(input, |c| &c.0);
-            let (model, order) = rows::sink::just_in_time_model(proto, planned);
-            let Some(trial) = plan(model.clone())? else {
+            let (mut model, order) = rows::sink::just_in_time_model(proto, planned);
+            let Some(trial) = plan(&mut model)? else {
                 break;
             };
             if score(&trial) > best {
@@ -235,8 +237,8 @@ pub fn search(
         if !alike.is_empty() && !spent {
             let batch: Vec<usize> = alike.iter().map(|a| a.0).collect();
             let blockings: Vec<&Blocking> = alike.iter().map(|a| a.1).collect();
-            let together = rewrite_layers(proto, planned, &blockings, chains.len(), options);
-            match plan(together.model.clone())? {
+            let mut together = rewrite_layers(proto, planned, &blockings, chains.len(), options);
+            match plan(&mut together.model)? {
                 Some(t) => {
                     let together_score = score(&t);
                     if together_score < scored {
