@@ -255,18 +255,17 @@ pub fn frontier_order(
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut index = KeyMap::default();
         for (parent, state) in current.iter().enumerate() {
+            // A node that raises neither the live bytes nor the peak goes first, alone: the
+            // first such in ready order, once found the others' moves are not needed.
             moves.clear();
-            moves.extend(state.ready.iter().map(|&v| {
+            for &v in &state.ready {
                 let (live, transient) = step(&model, state, v);
-                (v, live, transient)
-            }));
-            // A node that raises neither the live bytes nor the peak goes first, alone.
-            if let Some(k) = moves
-                .iter()
-                .position(|&(_, live, transient)| live <= state.live && transient <= state.peak)
-            {
-                moves.swap(0, k);
-                moves.truncate(1);
+                if live <= state.live && transient <= state.peak {
+                    moves.clear();
+                    moves.push((v, live, transient));
+                    break;
+                }
+                moves.push((v, live, transient));
             }
             for &(v, live, transient) in &moves {
                 let candidate = Candidate {
@@ -383,14 +382,26 @@ fn step(model: &Model, state: &State, v: NodeId) -> (u64, u64) {
     (state.live + out - freed, state.live + out - saving)
 }
 
+/// The ready nodes once `v` has run from `state` (`done` with `v`), in increasing order: the
+/// state's (already in order) without `v`, merged with the successors `v` made ready.
 fn next_ready(model: &Model, state: &State, v: NodeId, done: &[u64]) -> Vec<NodeId> {
-    let mut ready: Vec<NodeId> = state.ready.iter().copied().filter(|&r| r != v).collect();
-    for &s in &model.succs[v] {
-        if model.preds[s].iter().all(|&p| has(done, p)) {
-            ready.push(s);
+    let mut made: Vec<NodeId> = model.succs[v]
+        .iter()
+        .copied()
+        .filter(|&s| model.preds[s].iter().all(|&p| has(done, p)))
+        .collect();
+    made.sort_unstable();
+    let mut ready = Vec::with_capacity(state.ready.len() + made.len());
+    let mut kept = state.ready.iter().copied().filter(|&r| r != v).peekable();
+    let mut made = made.into_iter().peekable();
+    while let (Some(&a), Some(&b)) = (kept.peek(), made.peek()) {
+        match a <= b {
+            true => ready.push(kept.next().expect("peeked")),
+            false => ready.push(made.next().expect("peeked")),
         }
     }
-    ready.sort_unstable();
+    ready.extend(kept);
+    ready.extend(made);
     ready
 }
 
