@@ -4,7 +4,7 @@
 //! spend the allowance that a later peak needs.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::TrialPlan;
@@ -209,10 +209,11 @@ pub fn target(
         for step in (0..live.len()).filter(|&s| live[s] == level) {
             let limits = (MAX_CHAIN_NODES, opset);
             // The chains around the step not graded yet (nor in the memo), graded side by
-            // side ahead of the walk below, which takes them in its order and charges what
-            // each grading charges: the grades and the work are those of grading them in turn
-            // (a grading reads the cuts' memo, whose answers never depend on what is in it).
-            // A chain the walk stops before is kept for the other searches.
+            // side ahead of the walk below and kept in the memo, from which the walk takes
+            // them in its order, charged what grading each charges: the grades and the work
+            // are those of grading them in turn (a grading reads the cuts' memo, whose answers
+            // never depend on what is in it). A chain the walk stops before is kept for the
+            // other searches; steps that make no chain are noted, not built again.
             let mut unseen: Vec<([usize; 2], Option<Chain>)> = Vec::new();
             let mut look = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
                 if let Some(g) = graded.get(&steps) {
@@ -226,7 +227,7 @@ pub fn target(
             if ahead {
                 walker.around(step, allowed, limits, &mut look)?;
             }
-            let mut early: HashMap<[usize; 2], Option<ChainGrades>> = unseen
+            let early: Vec<([usize; 2], Option<ChainGrades>)> = unseen
                 .into_par_iter()
                 .map(|(steps, chain)| {
                     let graded = chain.map(|chain| {
@@ -236,6 +237,15 @@ pub fn target(
                     (steps, graded)
                 })
                 .collect();
+            let mut no_chain: HashSet<[usize; 2]> = HashSet::new();
+            for (steps, g) in early {
+                match g {
+                    Some(g) => memo.keep(steps, progressive, Arc::new(g)),
+                    None => {
+                        no_chain.insert(steps);
+                    }
+                }
+            }
             // Each chain is graded once; one that no grid cuts within the allowance is not
             // grown further back.
             let mut visit = |steps: [usize; 2], build: &dyn Fn() -> Option<Chain>| {
@@ -245,23 +255,15 @@ pub fn target(
                 if !spend(chain_work(steps[1] - steps[0] + 1)) {
                     return Err(Spent);
                 }
-                let g = match early.remove(&steps) {
-                    Some(None) => return Ok(true),
-                    Some(Some(g)) => {
-                        let g = Arc::new(g);
-                        memo.keep(steps, progressive, Arc::clone(&g));
-                        g.replay(grids, spend)?
-                    }
-                    None => {
-                        let make = |spend: Spend| {
-                            let chain = build();
-                            chain.map(|c| grade_chain(&c, steps, spend)).transpose()
-                        };
-                        match memo.grades((steps, grids, progressive), spend, make)? {
-                            Some(g) => g,
-                            None => return Ok(true),
-                        }
-                    }
+                if no_chain.contains(&steps) {
+                    return Ok(true);
+                }
+                let make = |spend: Spend| {
+                    let chain = build();
+                    chain.map(|c| grade_chain(&c, steps, spend)).transpose()
+                };
+                let Some(g) = memo.grades((steps, grids, progressive), spend, make)? else {
+                    return Ok(true);
                 };
                 let costs: Vec<_> = g.iter().map(|g| (g.inside, g.extra_macs)).collect();
                 let fits = !costs.is_empty();
@@ -269,13 +271,7 @@ pub fn target(
                 graded.insert(steps, g);
                 Ok(fits)
             };
-            let walked = walker.around(step, allowed, limits, &mut visit);
-            for (steps, g) in early {
-                if let Some(g) = g {
-                    memo.keep(steps, progressive, Arc::new(g));
-                }
-            }
-            match walked {
+            match walker.around(step, allowed, limits, &mut visit) {
                 Ok(()) => {}
                 Err(Spent) if capped.get() => break 'levels,
                 Err(spent) => return Err(spent),
