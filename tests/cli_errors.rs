@@ -131,7 +131,7 @@ fn extra_output_of_a_constant_is_named() {
     constant.attribute.push(AttributeProto {
         name: Some("value".into()),
         r#type: Some(4),
-        t: Some(float_init("", &[1, 8], &[1.0; 8])),
+        t: Some(Box::new(float_init("", &[1, 8], &[1.0; 8]))),
         ..Default::default()
     });
     graph.node.insert(0, constant);

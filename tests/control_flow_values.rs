@@ -40,7 +40,7 @@ fn attr_graph(name: &str, g: GraphProto) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
         r#type: Some(5),
-        g: Some(g),
+        g: Some(Box::new(g)),
         ..Default::default()
     }
 }

@@ -162,12 +162,12 @@ fn constant_node_attribute_forms() {
         (
             attr(|a| AttributeProto {
                 name: Some("value".into()),
-                t: Some(onnx_memplan::onnx::proto::TensorProto {
+                t: Some(Box::new(onnx_memplan::onnx::proto::TensorProto {
                     dims: vec![2, 2],
                     data_type: Some(INT64),
                     int64_data: vec![1, 2, 3, 4],
                     ..Default::default()
-                }),
+                })),
                 ..a
             }),
             "int64 2×2",
@@ -175,7 +175,7 @@ fn constant_node_attribute_forms() {
         (
             attr(|a| AttributeProto {
                 name: Some("sparse_value".into()),
-                sparse_tensor: Some(onnx_memplan::onnx::proto::SparseTensorProto {
+                sparse_tensor: Some(Box::new(onnx_memplan::onnx::proto::SparseTensorProto {
                     values: Some(onnx_memplan::onnx::proto::TensorProto {
                         dims: vec![1],
                         data_type: Some(FLOAT),
@@ -189,7 +189,7 @@ fn constant_node_attribute_forms() {
                         ..Default::default()
                     }),
                     dims: vec![4, 5],
-                }),
+                })),
                 ..a
             }),
             "float32 4×5",
@@ -241,12 +241,12 @@ fn a_tensor_int(name: &str, v: i64) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
         r#type: Some(4),
-        t: Some(onnx_memplan::onnx::proto::TensorProto {
+        t: Some(Box::new(onnx_memplan::onnx::proto::TensorProto {
             dims: vec![1],
             data_type: Some(INT64),
             int64_data: vec![v],
             ..Default::default()
-        }),
+        })),
         ..Default::default()
     }
 }

@@ -185,7 +185,7 @@ fn subgraphs_are_planned_level_by_level() {
         iff.attribute.push(AttributeProto {
             name: Some(name.into()),
             r#type: Some(AttributeType::Graph as i32),
-            g: Some(g),
+            g: Some(Box::new(g)),
             ..Default::default()
         });
     }

@@ -288,7 +288,7 @@ fn if_count() -> onnx_memplan::onnx::proto::ModelProto {
     let branch = |name: &str, nodes, output: &str| AttributeProto {
         name: Some(name.into()),
         r#type: Some(5),
-        g: Some(GraphProto {
+        g: Some(Box::new(GraphProto {
             name: Some(name.into()),
             node: nodes,
             output: vec![ValueInfoProto {
@@ -296,7 +296,7 @@ fn if_count() -> onnx_memplan::onnx::proto::ModelProto {
                 ..Default::default()
             }],
             ..Default::default()
-        }),
+        })),
         ..Default::default()
     };
     let mut if_node = node("If", &["empty"], &["chosen"]);

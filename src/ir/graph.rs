@@ -151,7 +151,7 @@ impl Node {
 
     /// A tensor attribute.
     pub fn attr_tensor(&self, name: &str) -> Option<&TensorProto> {
-        self.attr(name).and_then(|a| a.t.as_ref())
+        self.attr(name).and_then(|a| a.t.as_deref())
     }
 
     /// The subgraph held in the attribute of that name.
@@ -372,9 +372,9 @@ impl Graph {
             }
             for attr in &node.attribute {
                 let graphs: Vec<&GraphProto> = match attr.r#type() {
-                    AttributeType::Graph => attr.g.iter().collect(),
+                    AttributeType::Graph => attr.g.as_deref().into_iter().collect(),
                     AttributeType::Graphs => attr.graphs.iter().collect(),
-                    _ => attr.g.iter().chain(attr.graphs.iter()).collect(),
+                    _ => attr.g.as_deref().into_iter().chain(attr.graphs.iter()).collect(),
                 };
                 for sub in graphs {
                     let (body, outer) = Graph::lower(sub).map_err(|e| {

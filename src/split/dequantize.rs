@@ -36,7 +36,7 @@ pub fn unique_readers(proto: &mut ModelProto) -> usize {
     let mut in_subgraph: HashSet<String> = HashSet::new();
     for n in &graph.node {
         for a in &n.attribute {
-            for g in a.g.iter().chain(&a.graphs) {
+            for g in a.g.as_deref().into_iter().chain(&a.graphs) {
                 collect_reads(g, &mut in_subgraph);
             }
         }
@@ -121,7 +121,7 @@ fn collect_reads(graph: &crate::onnx::proto::GraphProto, into: &mut HashSet<Stri
     for n in &graph.node {
         into.extend(n.input.iter().cloned());
         for a in &n.attribute {
-            for g in a.g.iter().chain(&a.graphs) {
+            for g in a.g.as_deref().into_iter().chain(&a.graphs) {
                 collect_reads(g, into);
             }
         }

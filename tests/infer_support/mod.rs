@@ -164,7 +164,7 @@ pub fn a_str(name: &str, v: &str) -> AttributeProto {
 
 pub fn a_graph(name: &str, g: GraphProto) -> AttributeProto {
     AttributeProto {
-        g: Some(g),
+        g: Some(Box::new(g)),
         r#type: Some(5),
         ..attr(name)
     }

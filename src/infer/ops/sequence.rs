@@ -190,7 +190,7 @@ fn optional(ctx: &mut NodeCtx) -> Result<()> {
         ctx.input(0)?.clone()
     } else {
         ctx.attr("type")
-            .and_then(|a| a.tp.as_ref())
+            .and_then(|a| a.tp.as_deref())
             .and_then(ValueType::from_proto)
             .ok_or_else(|| ctx.error("an empty Optional needs attribute 'type'"))?
     };
