@@ -129,6 +129,35 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     common::plans_and_matches(dir.path(), &original, &split);
 }
 
+/// Cut signatures: a chain signs alike in two loads of one model (its node parts numbered
+/// once by the memo), so the second load's cut is the first's; the same operators on a wider
+/// input, or the chain's first four nodes alone, sign otherwise.
+#[test]
+fn alike_chains_share_a_cut_signature_and_others_do_not() {
+    use onnx_memplan::split::cuts::{Cuts, NodeKeys};
+    let dir = tempfile::tempdir().unwrap();
+    let load = |name: &str, proto: &ModelProto| {
+        let path = dir.path().join(name);
+        write_model(proto, &path);
+        load_typed(&path, &Default::default()).unwrap().1
+    };
+    let (first, again, wide) = (
+        load("a.onnx", &residual_chain()),
+        load("b.onnx", &residual_chain()),
+        load("c.onnx", &wide_chain()),
+    );
+    let cuts = Cuts::default();
+    let signed = |typed: &onnx_memplan::ir::Model, nodes: usize| {
+        let order: Vec<usize> = (0..nodes).collect();
+        let chain = chain_of(&typed.graph, &order, 17).unwrap();
+        Cuts::signature(&NodeKeys::new(&typed.graph, &cuts), &chain)
+    };
+    assert!(signed(&first, 5) == signed(&again, 5));
+    assert!(signed(&first, 5) != signed(&wide, 5));
+    assert!(signed(&first, 4) != signed(&first, 5));
+    assert!(signed(&first, 4) == signed(&again, 4));
+}
+
 /// `plan --split auto` on a wider chain: the table's `model` is the annotated (rewritten)
 /// model, which `verify` accepts as it is; `source` names the input file.
 #[test]

@@ -216,7 +216,7 @@ fn rank(
     };
     let table = &planned.table;
     let allowed = |n: usize| origin[n].is_some();
-    let keys = NodeKeys::new(graph);
+    let keys = NodeKeys::new(graph, cuts);
     let mut found = Vec::new();
     // Under a budget, finer grids and longer chains too.
     let tried = grids(budget.is_some(), options.fine_strips);

@@ -16,9 +16,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use prost::Message;
 
-use super::chain::Chain;
+use super::chain::{Chain, Read};
 use super::estimate::ChainEstimate;
-use super::rules::shape_of;
+use super::layout::Layout;
+use super::rules::{Rule, shape_of};
 use super::tiling::cut_costed;
 use crate::ir::Graph;
 
@@ -41,14 +42,35 @@ pub struct Cost {
     pub working: Arc<[u64]>,
 }
 
-/// A chain's signature ([`Cuts::signature`]): its bytes, with their hash computed once (a
-/// signature runs to kilobytes and is looked up once per grid).
+/// A chain's signature ([`Cuts::signature`]): its header's bytes and its nodes' parts by
+/// number ([`Parts`]), with their hash computed once (a signature is looked up once per grid).
 #[derive(Clone, Debug)]
-pub struct Signature(Arc<(u64, Box<[u8]>)>);
+pub struct Signature(Arc<Signed>);
+
+/// What a [`Signature`] holds.
+#[derive(Debug)]
+struct Signed {
+    hash: u64,
+    header: Header,
+    parts: Box<[u32]>,
+}
+
+/// What a cut reads of the chain itself, beside its nodes: the fields of [`Chain`] but its
+/// node and tensor indices.
+#[derive(Debug, PartialEq)]
+struct Header {
+    rules: Vec<Rule>,
+    reads: Vec<Vec<Read>>,
+    layouts: Vec<Layout>,
+    grids: Vec<[i64; 2]>,
+    last: usize,
+    extra: Vec<usize>,
+}
 
 impl PartialEq for Signature {
     fn eq(&self, other: &Self) -> bool {
-        self.0.0 == other.0.0 && self.0.1 == other.0.1
+        let (a, b) = (&*self.0, &*other.0);
+        a.hash == b.hash && a.parts == b.parts && a.header == b.header
     }
 }
 
@@ -56,7 +78,7 @@ impl Eq for Signature {}
 
 impl Hash for Signature {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.0.0);
+        state.write_u64(self.0.hash);
     }
 }
 
@@ -68,31 +90,52 @@ type Key = (Signature, [usize; 2]);
 #[derive(Default)]
 pub struct Cuts {
     memo: Mutex<HashMap<Key, Cached>>,
+    parts: Parts,
+}
+
+/// The node parts of signatures met so far, each by a number of its own: two parts have the
+/// same number exactly when their bytes are equal, so a signature holds numbers, not bytes,
+/// and compares them (a chain's parts run to kilobytes; its numbers to a few hundred bytes).
+/// The numbers depend on the order the searches meet parts in; they only tell parts apart,
+/// never order a result.
+#[derive(Default)]
+struct Parts(Mutex<HashMap<Box<[u8]>, u32>>);
+
+impl Parts {
+    /// The number of `bytes`, given now if they are new.
+    fn number(&self, bytes: Vec<u8>) -> u32 {
+        let mut parts = lock(&self.0);
+        let next = u32::try_from(parts.len()).expect("fewer than 2^32 node parts");
+        *parts.entry(bytes.into()).or_insert(next)
+    }
 }
 
 /// The part of a chain's signature each node of one graph contributes (its operator,
-/// attributes and the element types and shapes of its inputs and outputs), with its hash:
-/// made on a node's first use, then shared by every chain through it (a round signs tens of
-/// thousands of chains over the same few hundred nodes).
+/// attributes and the element types and shapes of its inputs and outputs), by its number in
+/// the memo's [`Parts`] and with its hash: made on a node's first use, then shared by every
+/// chain through it (a round signs tens of thousands of chains over the same few hundred
+/// nodes).
 pub struct NodeKeys<'g> {
     graph: &'g Graph,
-    parts: Vec<OnceLock<(u64, Box<[u8]>)>>,
+    numbers: &'g Parts,
+    parts: Vec<OnceLock<(u64, u32)>>,
 }
 
 impl<'g> NodeKeys<'g> {
-    /// No part made yet for `graph`'s nodes.
-    pub fn new(graph: &'g Graph) -> Self {
+    /// No part made yet for `graph`'s nodes; `cuts` numbers them.
+    pub fn new(graph: &'g Graph, cuts: &'g Cuts) -> Self {
         NodeKeys {
             graph,
+            numbers: &cuts.parts,
             parts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
         }
     }
 
-    /// Node `n`'s part and its hash.
-    fn of(&self, n: usize) -> &(u64, Box<[u8]>) {
-        self.parts[n].get_or_init(|| {
+    /// Node `n`'s part's hash and number.
+    fn of(&self, n: usize) -> (u64, u32) {
+        *self.parts[n].get_or_init(|| {
             let bytes = node_part(self.graph, n);
-            (fixed_hash(&bytes), bytes.into())
+            (fixed_hash(&bytes), self.numbers.number(bytes))
         })
     }
 }
@@ -139,23 +182,29 @@ fn fixed_hash<T: Hash + ?Sized>(value: &T) -> u64 {
 
 impl Cuts {
     /// The key of a chain's cuts in its graph (`keys`'): everything a cut or its estimate
-    /// reads, without indices: the chain's rules, reads, layouts and grids, then each node's
-    /// part ([`NodeKeys`]). Every variable-length part is preceded by its length, so two
-    /// chains share a key only when they are alike.
+    /// reads, without indices: the chain's rules, reads, layouts and grids ([`Header`]), then
+    /// each node's part ([`NodeKeys`]), so two chains share a key only when they are alike.
     pub fn signature(keys: &NodeKeys, chain: &Chain) -> Signature {
-        let header = format!(
-            "{:?}|{:?}|{:?}|{:?}|{}|{:?}",
-            chain.rules, chain.reads, chain.layouts, chain.grids, chain.last, chain.extra
-        );
-        let parts: Vec<&(u64, Box<[u8]>)> = chain.nodes.iter().map(|&n| keys.of(n)).collect();
-        let mut bytes =
-            Vec::with_capacity(8 + header.len() + parts.iter().map(|p| p.1.len()).sum::<usize>());
-        put(header.as_bytes(), &mut bytes);
-        parts.iter().for_each(|p| bytes.extend_from_slice(&p.1));
-        let hashes: Vec<u64> = std::iter::once(fixed_hash(header.as_bytes()))
+        let header = Header {
+            rules: chain.rules.clone(),
+            reads: chain.reads.clone(),
+            layouts: chain.layouts.clone(),
+            grids: chain.grids.clone(),
+            last: chain.last,
+            extra: chain.extra.clone(),
+        };
+        let parts: Vec<(u64, u32)> = chain.nodes.iter().map(|&n| keys.of(n)).collect();
+        // The header's hashable fields and the parts' hashes place the key; equal signatures
+        // agree on them.
+        let placed = (&header.layouts, &header.grids, header.last, &header.extra);
+        let hashes: Vec<u64> = std::iter::once(fixed_hash(&placed))
             .chain(parts.iter().map(|p| p.0))
             .collect();
-        Signature(Arc::new((fixed_hash(&hashes[..]), bytes.into())))
+        Signature(Arc::new(Signed {
+            hash: fixed_hash(&hashes[..]),
+            header,
+            parts: parts.iter().map(|p| p.1).collect(),
+        }))
     }
 
     /// The [`Cost`] of [`super::tiling::cut_within`] of the chain whose [`Cuts::signature`] is
