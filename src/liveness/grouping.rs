@@ -4,15 +4,17 @@
 
 use super::groups::{Buffer, Sharing};
 use super::lifetimes::{TensorKind, TensorLife};
-use super::rules::{slice_offsets, view_offset};
+use super::known::Known;
+use super::rules::slice_offsets;
 use super::strided::{footprint, index_of, offset_of, row_major};
-use crate::ir::{Graph, NodeId, NodeUnit, ValueId, concrete};
+use crate::ir::{Graph, NodeId, NodeUnit, ValueId};
 
 /// Mutable state of the grouping walk.
 pub(super) struct Grouping<'a> {
     pub(super) graph: &'a Graph,
     pub(super) tensors: &'a [TensorLife],
     pub(super) tensor_of: &'a [Option<usize>],
+    pub(super) known: &'a Known<'a>,
     pub(super) buffer_of: Vec<Option<usize>>,
     pub(super) buffers: Vec<Buffer>,
     pub(super) sharing: Vec<Option<Sharing>>,
@@ -23,7 +25,7 @@ pub(super) struct Grouping<'a> {
     pub(super) blockwise: bool,
 }
 
-impl Grouping<'_> {
+impl<'a> Grouping<'a> {
     pub(super) fn tensor(&self, value: Option<ValueId>) -> Option<usize> {
         self.tensor_of[value?]
     }
@@ -197,7 +199,7 @@ impl Grouping<'_> {
             None => self.tensors[m].bytes?,
             Some(strides) => {
                 let (shape, elem) = self.shape_and_elem(m)?;
-                footprint(&shape, strides, elem)
+                footprint(shape, strides, elem)
             }
         };
         Some((at, at + span))
@@ -319,9 +321,7 @@ impl Grouping<'_> {
         let mut starts = Vec::with_capacity(node.inputs.len());
         let mut at = 0i64;
         for &v in &node.inputs {
-            let Some(part) =
-                v.and_then(|v| concrete(self.graph.values[v].tensor_type()?.shape.as_ref()?))
-            else {
+            let Some(part) = v.and_then(|v| self.known.shape(v)) else {
                 return;
             };
             if part.len() != whole.len() {
@@ -333,7 +333,7 @@ impl Grouping<'_> {
         if at != whole[axis] {
             return;
         }
-        let strides = row_major(&whole, elem);
+        let strides = row_major(whole, elem);
         let inputs: Vec<Option<usize>> = node.inputs.iter().map(|&v| self.tensor(v)).collect();
         for (k, &input) in inputs.iter().enumerate() {
             let Some(part) = input else { continue };
@@ -350,13 +350,14 @@ impl Grouping<'_> {
     }
 
     /// The concrete shape of a tensor and its bytes per element (whole bytes only).
-    fn shape_and_elem(&self, tensor: usize) -> Option<(Vec<i64>, u64)> {
-        let ty = self.graph.values[self.tensors[tensor].value].tensor_type()?;
-        let bits = ty.dtype.bits()?;
+    fn shape_and_elem(&self, tensor: usize) -> Option<(&'a [i64], u64)> {
+        let value = self.tensors[tensor].value;
+        let bits = self.graph.values[value].tensor_type()?.dtype.bits()?;
         if bits == 0 || !bits.is_multiple_of(8) {
             return None;
         }
-        Some((concrete(ty.shape.as_ref()?)?, u64::from(bits / 8)))
+        let known: &'a Known<'a> = self.known;
+        Some((known.shape(value)?, u64::from(bits / 8)))
     }
 
     /// Moves the group of `part` into buffer `into` as strided views starting `base` bytes in
@@ -370,7 +371,7 @@ impl Grouping<'_> {
         let Some((shape, elem)) = self.shape_and_elem(part) else {
             return;
         };
-        let inner = row_major(&shape, elem);
+        let inner = row_major(shape, elem);
         let part_offset = self.offset_of(part);
         let mut moved = Vec::with_capacity(self.buffers[b].members.len());
         for &(m, at) in &self.buffers[b].members {
@@ -390,7 +391,7 @@ impl Grouping<'_> {
                     vec![0; shape.len()]
                 }
                 Some(t) if *t == inner => {
-                    match index_of(at - part_offset, &inner, &shape, &m_shape) {
+                    match index_of(at - part_offset, &inner, shape, m_shape) {
                         Some(index) => index,
                         None => return,
                     }
@@ -454,7 +455,7 @@ impl Grouping<'_> {
         let Some((input, out, b)) = self.first_input_and_output(node_id) else {
             return;
         };
-        let Some(offset) = view_offset(self.graph, &self.graph.nodes[node_id]) else {
+        let Some(offset) = self.known.view_offset(node_id) else {
             return;
         };
         if self.strides[input].is_some() {
@@ -481,7 +482,7 @@ impl Grouping<'_> {
         node: &crate::ir::Node,
     ) -> Option<(Vec<u64>, u32)> {
         let ty = self.graph.values[self.tensors[whole].value].tensor_type()?;
-        let shape = concrete(ty.shape.as_ref()?)?;
+        let shape = self.known.shape(self.tensors[whole].value)?;
         let rank = i64::try_from(shape.len()).ok()?;
         let axis = node.attr_int("axis").unwrap_or(0);
         let axis = usize::try_from(if axis < 0 { axis + rank } else { axis }).ok()?;
@@ -490,11 +491,11 @@ impl Grouping<'_> {
             .map(|&v| {
                 let t = self.graph.values[v?].tensor_type()?;
                 (t.dtype == ty.dtype).then_some(())?;
-                concrete(t.shape.as_ref()?)?.get(axis).copied()
+                self.known.shape(v?)?.get(axis).copied()
             })
             .collect::<Option<Vec<i64>>>()?;
         let bits = ty.dtype.bits()?;
-        Some((slice_offsets(&shape, axis, &extents, bits)?, bits))
+        Some((slice_offsets(shape, axis, &extents, bits)?, bits))
     }
 }
 

@@ -4,6 +4,7 @@
 use anyhow::Result;
 
 use super::grouping::Grouping;
+use super::known::Known;
 use super::lifetimes::{TensorKind, TensorLife, lifetimes};
 use super::rules::{ReuseRule, node_rule};
 use crate::ir::{Graph, NodeId, ValueId};
@@ -135,6 +136,7 @@ pub struct Analyser<'g> {
     tensors: Vec<TensorLife>,
     tensor_of: Vec<Option<usize>>,
     rules: Vec<ReuseRule>,
+    known: Known<'g>,
 }
 
 impl<'g> Analyser<'g> {
@@ -153,6 +155,7 @@ impl<'g> Analyser<'g> {
             tensors,
             tensor_of,
             rules,
+            known: Known::new(graph),
         })
     }
 
@@ -230,6 +233,7 @@ impl<'g> Analyser<'g> {
             graph,
             tensors,
             tensor_of: &self.tensor_of,
+            known: &self.known,
             buffer_of,
             buffers,
             sharing: vec![None; tensors.len()],

@@ -4,6 +4,7 @@
 mod choose;
 mod grouping;
 mod groups;
+mod known;
 mod lifetimes;
 pub mod rules;
 mod strided;
