@@ -46,6 +46,9 @@ pub struct InferOptions {
     /// there knows no more than the symbolic one with each count replaced by its bound (an
     /// `If(count == 0)` stays undecided).
     pub count_dependent: BTreeSet<String>,
+    /// Initializers decoded already, shared by every model typed with these options (the
+    /// split search's trials: rewrites of one model, which share its initializers' bytes).
+    pub decoded: Option<std::sync::Arc<crate::ir::Decoded>>,
 }
 
 impl InferOptions {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Constant, DType, TensorType, ValueType};
+use super::{Constant, DType, Decoded, TensorType, ValueType};
 use crate::bail_input;
 use crate::onnx::proto::{
     AttributeProto, GraphProto, TensorProto, ValueInfoProto, attribute_proto::AttributeType,
@@ -269,7 +269,13 @@ impl Graph {
 
     /// Lowers a top-level `GraphProto`; every name a node reads must be defined.
     pub fn from_proto(proto: &GraphProto) -> Result<Graph> {
-        let (graph, outer) = Graph::lower(proto)?;
+        Graph::from_proto_sharing(proto, None)
+    }
+
+    /// [`Graph::from_proto`], taking its initializers' decoded values from `decoded` when
+    /// given (see [`Decoded`]).
+    pub fn from_proto_sharing(proto: &GraphProto, decoded: Option<&Decoded>) -> Result<Graph> {
+        let (graph, outer) = Graph::lower(proto, decoded)?;
         if let Some(&id) = outer.first() {
             let name = &graph.values[id].name;
             let reader = graph.values[id]
@@ -285,7 +291,7 @@ impl Graph {
     }
 
     /// Lowers a graph; names not defined in it become outer-scope values, returned too.
-    fn lower(proto: &GraphProto) -> Result<(Graph, Vec<ValueId>)> {
+    fn lower(proto: &GraphProto, decoded: Option<&Decoded>) -> Result<(Graph, Vec<ValueId>)> {
         let mut g = Graph {
             name: proto.name().to_string(),
             ..Graph::default()
@@ -299,9 +305,12 @@ impl Graph {
             value.ty = DType::from_onnx(init.data_type())
                 .map(|dtype| ValueType::tensor(dtype, super::known_shape(&init.dims)));
             if worth_decoding(init) {
-                value.constant = Constant::from_proto(init)
-                    .map_err(|e| crate::input_error!("initializer '{}': {e}", init.name()))?
-                    .map(Arc::new);
+                let constant = match decoded {
+                    Some(decoded) => decoded.decode(init),
+                    None => Constant::from_proto(init).map(|c| c.map(Arc::new)),
+                };
+                value.constant = constant
+                    .map_err(|e| crate::input_error!("initializer '{}': {e}", init.name()))?;
             }
         }
         for sparse in &proto.sparse_initializer {
@@ -377,7 +386,7 @@ impl Graph {
                     _ => attr.g.as_deref().into_iter().chain(attr.graphs.iter()).collect(),
                 };
                 for sub in graphs {
-                    let (body, outer) = Graph::lower(sub).map_err(|e| {
+                    let (body, outer) = Graph::lower(sub, decoded).map_err(|e| {
                         e.context(format!(
                             "in subgraph '{}' of {}",
                             attr.name(),

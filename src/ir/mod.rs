@@ -1,6 +1,7 @@
 //! The intermediate representation: graphs of typed values, independent of protobuf details.
 
 mod constant;
+mod decoded;
 mod dtype;
 mod graph;
 mod model;
@@ -8,6 +9,7 @@ mod scatter;
 mod types;
 
 pub use constant::{ConstData, Constant};
+pub use decoded::Decoded;
 pub use dtype::DType;
 pub use graph::{Graph, Node, NodeId, NodeUnit, Subgraph, Value, ValueId, ValueKind};
 pub use model::{Model, Opsets};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::Graph;
+use super::{Decoded, Graph};
 use crate::onnx::proto::{FunctionProto, ModelProto, OperatorSetIdProto};
 
 /// Imported operator-set versions by domain (`ai.onnx` is stored as the empty string).
@@ -47,10 +47,16 @@ pub struct Model {
 impl Model {
     /// Lowers a decoded model.
     pub fn from_proto(proto: &ModelProto) -> Result<Model> {
+        Model::from_proto_sharing(proto, None)
+    }
+
+    /// [`Model::from_proto`], taking its initializers' decoded values from `decoded` when
+    /// given (see [`Decoded`]).
+    pub fn from_proto_sharing(proto: &ModelProto, decoded: Option<&Decoded>) -> Result<Model> {
         let Some(graph) = proto.graph.as_ref() else {
             crate::bail_input!("the model has no graph");
         };
-        let mut lowered = Graph::from_proto(graph)?;
+        let mut lowered = Graph::from_proto_sharing(graph, decoded)?;
         lowered.scatters = super::scatter_nodes(proto, &lowered)?;
         Ok(Model {
             graph: lowered,

@@ -30,7 +30,8 @@ pub(crate) fn type_model(
     proto: ModelProto,
     infer: &InferOptions,
 ) -> Result<(ModelProto, Model, InferReport)> {
-    let mut model = Model::from_proto(&proto).map_err(|e| prefix(path, e))?;
+    let mut model =
+        Model::from_proto_sharing(&proto, infer.decoded.as_deref()).map_err(|e| prefix(path, e))?;
     let report = infer_model(&mut model, infer).map_err(|e| prefix(path, e))?;
     Ok((proto, model, report))
 }

@@ -72,9 +72,19 @@ pub(super) fn plan_split(
         ..options.clone()
     };
     let options = &with_blocks(false);
-    let trials = [false, true].map(|blockwise| Options {
-        modes: crate::modes::ModeOptions::default(),
-        ..with_blocks(blockwise)
+    // The trials share their initializers' decoded values (each trial is a rewrite of the
+    // input model, whose initializers it keeps).
+    let decoded = Arc::new(crate::ir::Decoded::default());
+    let trials = [false, true].map(|blockwise| {
+        let options = with_blocks(blockwise);
+        Options {
+            modes: crate::modes::ModeOptions::default(),
+            infer: crate::infer::InferOptions {
+                decoded: Some(Arc::clone(&decoded)),
+                ..options.infer.clone()
+            },
+            ..options
+        }
     });
     // The split search's own allowance (`--split-time`): each trial is charged its planner's
     // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
