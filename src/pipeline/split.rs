@@ -398,10 +398,21 @@ pub(super) fn plan_split(
     Ok(planned)
 }
 
-/// Lowers the calling thread's scheduling priority to the least (nice 19, Linux), so a
-/// search made ahead takes the cores the first search leaves idle rather than slowing it:
-/// when the first runs to the end of its allowance, nothing made ahead can stand, and the
-/// first must not have shared its core. No result depends on it.
+/// The nice value of a search made ahead: a tenth of the weight of a normal thread, so it
+/// gives way to the first search, yet is not starved when every core is busy. The driver
+/// waits for these searches (to stop when abandoned, or to end); at nice 19 (a seventieth of
+/// the weight) they got so little of a loaded machine that MobileNetV2 beside three busy
+/// processes on 2 cores took over 70 s instead of 10, and ResNet-small at `--split-time 0.3`
+/// ran into the safety stop (another file). Beside no load or one busy process both are
+/// alike (MobileNetV3-Small QDQ with `--exclude-io`: 9.1 s at nice 10, 9.4 s at 19; without
+/// the lower priority 14.4 s).
+#[cfg(target_os = "linux")]
+const AHEAD_NICE: libc::c_int = 10;
+
+/// Lowers the calling thread's scheduling priority (nice [`AHEAD_NICE`], Linux), so a search
+/// made ahead takes little of the first search's core: when the first runs to the end of its
+/// allowance, nothing made ahead can stand, and the first should not have shared its core. No
+/// result depends on it.
 #[cfg(target_os = "linux")]
 fn yield_to_first() {
     // SAFETY: gettid takes no argument; setpriority on one thread's id changes that
@@ -409,7 +420,7 @@ fn yield_to_first() {
     // nothing).
     unsafe {
         let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, thread, 19);
+        libc::setpriority(libc::PRIO_PROCESS, thread, AHEAD_NICE);
     }
 }
 
