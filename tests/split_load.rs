@@ -34,7 +34,7 @@ fn plan_in(dir: &std::path::Path, split_time: &str) -> (Vec<u8>, Vec<u8>) {
     (table, std::fs::read(&out).unwrap())
 }
 
-/// How the split search of a table ended.
+/// How the split search of a table ended; the table must split at least one chain.
 fn split_ended(table: &[u8]) -> Vec<String> {
     let table: serde_json::Value = serde_json::from_slice(table).unwrap();
     assert!(
