@@ -60,7 +60,7 @@ pub fn tensor_entries(
                 inplace_of,
                 alias_of,
                 alias_offset,
-                strides: liveness.strides[i].clone(),
+                strides: liveness.strides[i].as_deref().map(<[u64]>::to_vec),
                 scattered_by: graph
                     .scatter_reading(t.value)
                     .map(|s| graph.nodes[s].name.clone()),

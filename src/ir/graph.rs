@@ -1,6 +1,6 @@
 //! The graph the passes work on: values and nodes indexed by id, lowered from `GraphProto`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -188,7 +188,7 @@ pub struct Graph {
     /// For each node, the units of `units` it belongs to or is a shared DQ of: built on first
     /// use ([`Graph::units_of`]), and cleared by the `units` stage when it sets `units`.
     pub(crate) unit_index: std::sync::OnceLock<Vec<Vec<usize>>>,
-    index: HashMap<String, ValueId>,
+    index: FxHashMap<String, ValueId>,
 }
 
 /// A QDQ node unit: DequantizeLinear nodes, one operator and its QuantizeLinear nodes, run

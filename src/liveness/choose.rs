@@ -3,7 +3,6 @@
 //! from its earliest input on (DenseNet's growing concatenations), or a whole Split (or Slice)
 //! input alive until its last part dies. So each slice site is kept only where it does not raise the bound.
 
-use std::collections::HashSet;
 
 use anyhow::Result;
 
@@ -82,17 +81,23 @@ pub fn analyse_best(
     if sites.is_empty() {
         return Ok(all);
     }
-    let run = |enabled: &HashSet<NodeId>| -> (Liveness, u64) {
-        let l = analyser.run(&|n| enabled.contains(&n));
+    // The sites enabled, by node.
+    let run = |enabled: &[bool]| -> (Liveness, u64) {
+        let l = analyser.run(&|n| enabled[n]);
         let b = bound(&l);
         (l, b)
     };
-    let (none, none_bound) = run(&HashSet::new());
-    let (mut enabled, mut best, best_bound): (HashSet<NodeId>, Liveness, u64) =
+    let no_site = vec![false; graph.nodes.len()];
+    let (none, none_bound) = run(&no_site);
+    let (mut enabled, mut best, best_bound): (Vec<bool>, Liveness, u64) =
         if none_bound < all_bound {
-            (HashSet::new(), none, none_bound)
+            (no_site, none, none_bound)
         } else {
-            (sites.iter().copied().collect(), all, all_bound)
+            let mut every = no_site;
+            for &site in &sites {
+                every[site] = true;
+            }
+            (every, all, all_bound)
         };
     let tries = match flips {
         Flips::None => 0,
@@ -121,9 +126,7 @@ pub fn analyse_best(
         }
         tried += 1;
         let mut flipped = enabled.clone();
-        if !flipped.remove(&site) {
-            flipped.insert(site);
-        }
+        flipped[site] = !flipped[site];
         let (l, b) = run(&flipped);
         let k = key(&l, b);
         if k < best_key {

@@ -8,6 +8,7 @@ use super::known::Known;
 use super::rules::slice_offsets;
 use super::strided::{footprint, index_of, offset_of, row_major};
 use crate::ir::{Graph, NodeId, NodeUnit, ValueId};
+use std::sync::Arc;
 
 /// Mutable state of the grouping walk.
 pub(super) struct Grouping<'a> {
@@ -18,7 +19,7 @@ pub(super) struct Grouping<'a> {
     pub(super) buffer_of: Vec<Option<usize>>,
     pub(super) buffers: Vec<Buffer>,
     pub(super) sharing: Vec<Option<Sharing>>,
-    pub(super) strides: Vec<Option<Vec<u64>>>,
+    pub(super) strides: Vec<Option<Arc<[u64]>>>,
     pub(super) part_of: Vec<Option<(usize, u64)>>,
     pub(super) alignment: u64,
     pub(super) strided: bool,
@@ -333,7 +334,8 @@ impl<'a> Grouping<'a> {
         if at != whole[axis] {
             return;
         }
-        let strides = row_major(whole, elem);
+        // Shared by every view the parts' members become.
+        let strides: Arc<[u64]> = row_major(whole, elem).into();
         let inputs: Vec<Option<usize>> = node.inputs.iter().map(|&v| self.tensor(v)).collect();
         for (k, &input) in inputs.iter().enumerate() {
             let Some(part) = input else { continue };
@@ -364,7 +366,7 @@ impl<'a> Grouping<'a> {
     /// with byte `strides`, `part` becoming a view of `out`. Members of the part's shape at
     /// its start are laid out as the part; members that are row-major views of it keep their
     /// index inside it. Any other member leaves the group where it is.
-    fn relocate(&mut self, part: usize, into: usize, base: u64, strides: &[u64], out: usize) {
+    fn relocate(&mut self, part: usize, into: usize, base: u64, strides: &Arc<[u64]>, out: usize) {
         let Some(b) = self.buffer_of[part] else {
             return;
         };
@@ -390,7 +392,7 @@ impl<'a> Grouping<'a> {
                 None if at == part_offset && m_shape == shape && !full_alias => {
                     vec![0; shape.len()]
                 }
-                Some(t) if *t == inner => {
+                Some(t) if **t == *inner => {
                     match index_of(at - part_offset, &inner, shape, m_shape) {
                         Some(index) => index,
                         None => return,
@@ -409,7 +411,7 @@ impl<'a> Grouping<'a> {
             target.members.push((*m, *at));
             target.bytes = target.bytes.max(at + footprint(m_shape, strides, elem));
             self.buffer_of[*m] = Some(into);
-            self.strides[*m] = Some(strides.to_vec());
+            self.strides[*m] = Some(Arc::clone(strides));
         }
         let new_offset = |t: usize| moved.iter().find(|m| m.0 == t).map(|m| m.1);
         for &(m, at, _) in &moved {

@@ -2,12 +2,14 @@
 //! the execution order and consulting the rule table.
 
 use anyhow::Result;
+use smallvec::{SmallVec, smallvec};
 
 use super::grouping::Grouping;
 use super::known::Known;
 use super::lifetimes::{TensorKind, TensorLife, lifetimes};
 use super::rules::{ReuseRule, node_rule};
 use crate::ir::{Graph, NodeId, ValueId};
+use std::sync::Arc;
 
 /// Which sharing mechanisms are enabled.
 #[derive(Clone, Copy, Debug)]
@@ -71,8 +73,9 @@ pub struct Buffer {
     pub first: usize,
     /// Last step any member is live.
     pub last: usize,
-    /// Members: tensor index and its byte offset inside the buffer.
-    pub members: Vec<(usize, u64)>,
+    /// Members: tensor index and its byte offset inside the buffer (most buffers hold one
+    /// tensor, kept inline: an analysis makes one buffer per tensor, many times per plan).
+    pub members: SmallVec<[(usize, u64); 1]>,
 }
 
 /// The result of the analysis.
@@ -90,7 +93,7 @@ pub struct Liveness {
     pub buffers: Vec<Buffer>,
     /// For each tensor laid out as a strided view (see [`LivenessOptions::strided`]), its
     /// byte strides per axis; `None` for row-major tensors.
-    pub strides: Vec<Option<Vec<u64>>>,
+    pub strides: Vec<Option<Arc<[u64]>>>,
     /// For each Concat part that is a view of the Concat's output without being its alias
     /// (a strided view, or a part the output took in place, see
     /// [`LivenessOptions::blockwise`]): that output and the bytes from its first element to
@@ -225,7 +228,7 @@ impl<'g> Analyser<'g> {
                     bytes: t.bytes.unwrap_or(0),
                     first: t.first,
                     last: t.last,
-                    members: vec![(i, 0)],
+                    members: smallvec![(i, 0)],
                 });
             }
         }

@@ -2,7 +2,7 @@
 //! the tensors they make that are read after the run (or are graph outputs) are the chain's
 //! outputs, which the tiles fill part by part.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::layout::{Layout, NCHW, Placed, fixes_layout, input_places, resolve};
 use super::rules::{Inputs, Rule, rule_of, shape_of};
@@ -314,7 +314,8 @@ pub fn is_foldable_shape(graph: &Graph, node: NodeId) -> bool {
 /// whole, and every tensor made read inside the run or after it (a known `Shape` of it does
 /// not count: the rewrite folds it). `opset` is the default domain's version.
 pub fn chain_of(graph: &Graph, nodes: &[NodeId], opset: i64) -> Option<Chain> {
-    let position: HashMap<NodeId, usize> = nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let position: FxHashMap<NodeId, usize> =
+        nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
     let rules: Vec<Rule> = nodes
         .iter()
         .map(|&id| rule_of(graph, &graph.nodes[id]))

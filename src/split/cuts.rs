@@ -10,7 +10,7 @@
 //! for the few grids that need it. It changes no result (the work each cut is charged stays
 //! the same); it saves the time of cutting and estimating again.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -70,7 +70,8 @@ struct Header {
 impl PartialEq for Signature {
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (&*self.0, &*other.0);
-        a.hash == b.hash && a.parts == b.parts && a.header == b.header
+        Arc::ptr_eq(&self.0, &other.0)
+            || (a.hash == b.hash && a.parts == b.parts && a.header == b.header)
     }
 }
 
@@ -89,8 +90,11 @@ type Key = (Signature, [usize; 2]);
 /// side share it.
 #[derive(Default)]
 pub struct Cuts {
-    memo: Mutex<HashMap<Key, Cached>>,
+    memo: Mutex<FxHashMap<Key, Cached>>,
     parts: Parts,
+    /// Every signature made so far, once: a chain signed again gets the one made first, so
+    /// the memo's look-ups by it (one per grid) compare addresses, not contents.
+    signatures: Mutex<FxHashSet<Signature>>,
 }
 
 /// The node parts of signatures met so far, each by a number of its own: two parts have the
@@ -99,7 +103,7 @@ pub struct Cuts {
 /// The numbers depend on the order the searches meet parts in; they only tell parts apart,
 /// never order a result.
 #[derive(Default)]
-struct Parts(Mutex<HashMap<Box<[u8]>, u32>>);
+struct Parts(Mutex<FxHashMap<Box<[u8]>, u32>>);
 
 impl Parts {
     /// The number of `bytes`, given now if they are new.
@@ -118,6 +122,7 @@ impl Parts {
 pub struct NodeKeys<'g> {
     graph: &'g Graph,
     numbers: &'g Parts,
+    signatures: &'g Mutex<FxHashSet<Signature>>,
     parts: Vec<OnceLock<(u64, u32)>>,
 }
 
@@ -127,6 +132,7 @@ impl<'g> NodeKeys<'g> {
         NodeKeys {
             graph,
             numbers: &cuts.parts,
+            signatures: &cuts.signatures,
             parts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
         }
     }
@@ -200,11 +206,19 @@ impl Cuts {
         let hashes: Vec<u64> = std::iter::once(fixed_hash(&placed))
             .chain(parts.iter().map(|p| p.0))
             .collect();
-        Signature(Arc::new(Signed {
+        let made = Signature(Arc::new(Signed {
             hash: fixed_hash(&hashes[..]),
             header,
             parts: parts.iter().map(|p| p.1).collect(),
-        }))
+        }));
+        let mut signatures = lock(keys.signatures);
+        match signatures.get(&made) {
+            Some(first) => first.clone(),
+            None => {
+                signatures.insert(made.clone());
+                made
+            }
+        }
     }
 
     /// The [`Cost`] of [`super::tiling::cut_within`] of the chain whose [`Cuts::signature`] is

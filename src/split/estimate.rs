@@ -1,7 +1,7 @@
 //! Cheap arena estimates that rank candidate splits before the real planner scores the best
 //! few: live bytes per step from a plan, and the working set of one tile.
 
-use std::collections::HashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bands::assembled_inputs;
 use super::chain::{Chain, Read};
@@ -71,7 +71,7 @@ pub fn live_bytes(table: &Table) -> Vec<u64> {
 /// Bytes each step reads and writes at once: the union of the byte ranges of its node's
 /// inputs and outputs that are in the arena (what a device budget must hold at that step).
 pub fn step_operands(graph: &Graph, table: &Table) -> Vec<u64> {
-    let entries: std::collections::HashMap<&str, &crate::emit::TensorEntry> =
+    let entries: FxHashMap<&str, &crate::emit::TensorEntry> =
         table.tensors.iter().map(|t| (t.name.as_str(), t)).collect();
     table
         .schedule
@@ -125,7 +125,7 @@ pub fn outside_peak(live: &[u64], [start, end]: [usize; 2]) -> u64 {
 /// of the ranges, as in [`live_bytes`]), so a tensor written in place of another or aliasing
 /// one counts with the bytes it shares, whichever of them is live there.
 pub fn crossing(graph: &Graph, table: &Table, nodes: &[NodeId], [from, to]: [usize; 2]) -> u64 {
-    let made: HashSet<&str> = nodes
+    let made: FxHashSet<&str> = nodes
         .iter()
         .filter_map(|&n| graph.nodes[n].outputs[0])
         .map(|v| graph.values[v].name.as_str())
@@ -268,7 +268,7 @@ impl ChainEstimate {
         };
         // The float tensors inside QDQ node units take no arena bytes: those of the units
         // with a node in the chain (the estimate runs per chain, so not every unit's).
-        let fused: HashSet<ValueId> = units
+        let fused: FxHashSet<ValueId> = units
             .iter()
             .flat_map(|&u| graph.units[u].internal.iter().copied())
             .collect();
@@ -443,7 +443,7 @@ fn unit_ends(graph: &Graph, chain: &Chain, units: &[usize]) -> Vec<usize> {
     if graph.units.is_empty() {
         return ends;
     }
-    let position: std::collections::HashMap<NodeId, usize> =
+    let position: FxHashMap<NodeId, usize> =
         chain.nodes.iter().enumerate().map(|(k, &n)| (n, k)).collect();
     for unit in units.iter().map(|&u| &graph.units[u]) {
         let at = |nodes: &[NodeId]| -> Vec<usize> {

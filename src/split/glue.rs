@@ -1,7 +1,7 @@
 //! The nodes a rewrite adds around the copies of a chain (Slices of the tensors made before
 //! it, the Concat assembling its output, their int64 constants), with fresh names.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use bytes::Bytes;
 
@@ -26,7 +26,7 @@ pub struct Glue {
     pub label: String,
     /// The model's default-domain opset (which form Slice and Split take).
     pub opset: i64,
-    constants: HashMap<Vec<i64>, String>,
+    constants: FxHashMap<Vec<i64>, String>,
 }
 
 impl Glue {
@@ -42,7 +42,7 @@ impl Glue {
             glue: Vec::new(),
             label: label.to_string(),
             opset,
-            constants: HashMap::new(),
+            constants: FxHashMap::default(),
         }
     }
 
@@ -50,13 +50,13 @@ impl Glue {
     /// inserts at another step; their names, initializers and glue entries stay with this one.
     pub fn detach(&mut self, from: usize) -> Glue {
         Glue {
-            names: Names(HashSet::new()),
+            names: Names(FxHashSet::default()),
             nodes: self.nodes.split_off(from),
             initializers: Vec::new(),
             glue: Vec::new(),
             label: self.label.clone(),
             opset: self.opset,
-            constants: HashMap::new(),
+            constants: FxHashMap::default(),
         }
     }
 
@@ -170,7 +170,7 @@ pub fn splice(
     order: &[NodeId],
     mut rewrites: Vec<(usize, Glue)>,
     replaced: &dyn Fn(NodeId) -> bool,
-    internal: &HashSet<&str>,
+    internal: &FxHashSet<&str>,
 ) -> (ModelProto, Vec<Option<usize>>, Vec<Vec<String>>) {
     let old = &proto.graph.as_ref().expect("a loaded model has a graph").node;
     let added: usize = rewrites.iter().map(|(_, r)| r.nodes.len()).sum();
@@ -282,12 +282,12 @@ pub fn ints_attribute(name: &str, ints: Vec<i64>) -> AttributeProto {
 }
 
 /// Names already taken in the model, and fresh ones.
-pub struct Names(HashSet<String>);
+pub struct Names(FxHashSet<String>);
 
 impl Names {
     /// The names `proto` (typed as `graph`) already uses.
     pub fn of(proto: &ModelProto, graph: &Graph) -> Names {
-        let mut used: HashSet<String> = graph.values.iter().map(|v| v.name.clone()).collect();
+        let mut used: FxHashSet<String> = graph.values.iter().map(|v| v.name.clone()).collect();
         if let Some(g) = &proto.graph {
             used.extend(g.node.iter().map(|n| n.name().to_string()));
             used.extend(g.initializer.iter().map(|t| t.name().to_string()));

@@ -12,7 +12,7 @@
 //! and the Reshapes that merge H and W into one axis or split one into both, forwards and
 //! backwards until nothing changes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::rows::rules::{RowRead, RuleSet, row_rule};
 use super::rules::{Inputs, Rule, is_nchw_integer, shape_of};
@@ -224,9 +224,9 @@ fn output_place(
 /// Elementwise nodes of rank 4 that no layout reaches are NCHW. `opset` is the default
 /// domain's version.
 pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> Option<Vec<Placed>> {
-    let mut known: HashMap<ValueId, Placed> = HashMap::new();
+    let mut known: FxHashMap<ValueId, Placed> = FxHashMap::default();
     // Records a layout: `Some(true)` when it is new, `None` when it contradicts one known.
-    let set = |known: &mut HashMap<ValueId, Placed>, v: ValueId, p: Placed| match known.get(&v) {
+    let set = |known: &mut FxHashMap<ValueId, Placed>, v: ValueId, p: Placed| match known.get(&v) {
         Some(old) if *old == p => Some(false),
         Some(_) => None,
         None => {

@@ -2,7 +2,7 @@
 //! made before the chain, with per-tile pads), the tiles' parts of the output assembled by
 //! Concat under the output's original name.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bands::{
     Bands, ConcatInputs, SliceReads, concat_inputs, mark_scatters, read_at_slices, scatter_inputs,
@@ -156,7 +156,7 @@ pub fn rewrite(
         // tile's part they read (sliced off, so the part itself dies with this tile).
         let mut kept: Vec<Kept> = Vec::new();
         let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
-        let mut slices: HashMap<(String, Region), String> = HashMap::new();
+        let mut slices: FxHashMap<(String, Region), String> = FxHashMap::default();
         // The crop a QuantizeLinear's copy takes over from the node it reads.
         let mut crop_after = None;
         for (k, &id) in chain.nodes.iter().enumerate() {
@@ -355,7 +355,7 @@ pub fn rewrite(
         a.finish(&mut b, tiling.grid);
     }
 
-    let internal: HashSet<&str> = (0..chain.nodes.len())
+    let internal: FxHashSet<&str> = (0..chain.nodes.len())
         .filter(|k| !outputs.contains(k))
         .map(|k| graph.values[chain.value_of(graph, k)].name.as_str())
         .chain(concats.iter().chain(&unsliced).map(|&c| {
@@ -364,7 +364,7 @@ pub fn rewrite(
         }))
         .chain((!unsliced.is_empty()).then_some(graph.values[chain.output].name.as_str()))
         .collect();
-    let in_chain: HashSet<NodeId> = chain.nodes.iter().copied().collect();
+    let in_chain: FxHashSet<NodeId> = chain.nodes.iter().copied().collect();
     // Shape nodes reading a tensor the chain no longer makes become its known value.
     let folded: Vec<NodeId> = (0..graph.nodes.len())
         .filter(|&n| {
@@ -434,7 +434,7 @@ fn run_early(
     order: &[NodeId],
     end: usize,
 ) -> (Vec<(usize, Glue)>, Vec<NodeId>) {
-    let mut made_at: HashMap<&str, (usize, NodeId)> = HashMap::new();
+    let mut made_at: FxHashMap<&str, (usize, NodeId)> = FxHashMap::default();
     for (step, &n) in order.iter().enumerate() {
         for &v in graph.nodes[n].outputs.iter().flatten() {
             made_at.insert(graph.values[v].name.as_str(), (step, n));
@@ -443,7 +443,7 @@ fn run_early(
     let mut tiles: Vec<Glue> = starts.iter().rev().map(|&from| b.detach(from)).collect();
     tiles.reverse();
     let mut step = 0;
-    let mut made_by_tiles: HashSet<String> = HashSet::new();
+    let mut made_by_tiles: FxHashSet<String> = FxHashSet::default();
     let mut hoisted = Vec::new();
     let mut placed = Vec::with_capacity(tiles.len());
     for tile in tiles {

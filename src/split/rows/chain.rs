@@ -13,7 +13,7 @@
 //! inputs instead of the large output, and the original node stays for its other readers
 //! (until a later split takes them too).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::rules::{Fixup, RowRead, RowRule, RuleSet, row_rule};
 use crate::ir::{Graph, NodeId, ValueId};
@@ -81,11 +81,11 @@ pub fn row_chain(
     {
         return None;
     }
-    let mut members: HashMap<NodeId, (RowRule, usize)> = HashMap::new();
-    let mut shared: HashSet<NodeId> = HashSet::new();
+    let mut members: FxHashMap<NodeId, (RowRule, usize)> = FxHashMap::default();
+    let mut shared: FxHashSet<NodeId> = FxHashSet::default();
     // Axis each tensor is wanted along by the members reading it; `None` when they disagree
     // or one reads it whole.
-    let mut wanted: HashMap<ValueId, Option<usize>> = HashMap::new();
+    let mut wanted: FxHashMap<ValueId, Option<usize>> = FxHashMap::default();
     wanted.insert(output, Some(axis));
     let outputs: Vec<ValueId> = graph.nodes[seed]
         .outputs
@@ -168,7 +168,7 @@ pub fn row_chain(
     }
     // Folded Shape readers: of the members' outputs other than the chain's output and the
     // shared nodes' (which stay).
-    let made: HashSet<ValueId> = members
+    let made: FxHashSet<ValueId> = members
         .keys()
         .filter(|n| !shared.contains(n))
         .filter_map(|&n| graph.nodes[n].outputs[0])
@@ -267,7 +267,7 @@ const CONE_LIMIT: usize = 64;
 fn recomputable(
     graph: &Graph,
     node: NodeId,
-    (recompute, held): (Recompute, &HashMap<ValueId, Option<usize>>),
+    (recompute, held): (Recompute, &FxHashMap<ValueId, Option<usize>>),
 ) -> bool {
     let Some(out) = graph.nodes[node].outputs.first().copied().flatten() else {
         return false;
@@ -276,8 +276,8 @@ fn recomputable(
         return false;
     }
     // Under the wider policy, what the chain reads anyway costs nothing more.
-    let mut seen: HashSet<ValueId> = match recompute {
-        Recompute::Cheap => HashSet::new(),
+    let mut seen: FxHashSet<ValueId> = match recompute {
+        Recompute::Cheap => FxHashSet::default(),
         Recompute::Normalizations => held.keys().copied().collect(),
     };
     let mut walked = 0;
@@ -312,7 +312,7 @@ fn run_time(graph: &Graph, v: ValueId) -> bool {
 fn cone_cost(
     graph: &Graph,
     node: NodeId,
-    (recompute, seen): (Recompute, &mut HashSet<ValueId>),
+    (recompute, seen): (Recompute, &mut FxHashSet<ValueId>),
     walked: &mut usize,
 ) -> u64 {
     *walked += 1;

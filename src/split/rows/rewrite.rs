@@ -7,7 +7,8 @@
 //! block and also kept. Several disjoint chains (repeated layers cut alike) are rewritten at
 //! once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
 
 use super::super::glue::{Glue, op, splice};
 use super::super::region::Span;
@@ -46,8 +47,8 @@ pub fn rewrite_rows(
     let order = &super::sink::sunk(graph, order);
     let mut rewrites = Vec::with_capacity(cuts.len());
     let mut copies = Vec::with_capacity(cuts.len());
-    let mut replaced: HashSet<NodeId> = HashSet::new();
-    let mut internal: HashSet<&str> = HashSet::new();
+    let mut replaced: FxHashSet<NodeId> = FxHashSet::default();
+    let mut internal: FxHashSet<&str> = FxHashSet::default();
     // The whole scales and zero points, each computed where its DynamicQuantizeLinear ran
     // (after these, so the rewrites of the cuts and their parts stay aligned).
     let mut scale_rewrites = Vec::new();
@@ -77,7 +78,7 @@ pub fn rewrite_rows(
         e.fold_shapes(graph, &chain.folded);
         replaced.extend(chain.folded.iter().copied());
         // Shared nodes stay whole for their readers outside the chain.
-        let shared: HashSet<NodeId> = chain.shared.iter().copied().collect();
+        let shared: FxHashSet<NodeId> = chain.shared.iter().copied().collect();
         let members = chain.nodes.iter().filter(|n| !shared.contains(n));
         replaced.extend(members.clone().copied());
         internal.extend(
@@ -130,7 +131,7 @@ fn block_copies(
         .as_ref()
         .expect("a loaded model has a graph")
         .node;
-    let position: HashMap<NodeId, usize> = chain
+    let position: FxHashMap<NodeId, usize> = chain
         .nodes
         .iter()
         .enumerate()
@@ -140,12 +141,12 @@ fn block_copies(
     let mut parts = vec![Vec::with_capacity(blocks.len()); chain.outputs.len()];
     let split = match cut.blockwise {
         Some(alignment) => split_reads(e, graph, cut, alignment),
-        None => HashMap::new(),
+        None => FxHashMap::default(),
     };
     for (b, &block) in blocks.iter().enumerate() {
         let tag = format!("r{b}");
         let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
-        let mut slices: HashMap<(String, usize), String> = split
+        let mut slices: FxHashMap<(String, usize), String> = split
             .iter()
             .map(|(key, names)| (key.clone(), names[b].clone()))
             .collect();
@@ -263,9 +264,9 @@ fn split_reads(
     graph: &Graph,
     cut: &RowCut,
     alignment: u64,
-) -> HashMap<(String, usize), Vec<String>> {
+) -> FxHashMap<(String, usize), Vec<String>> {
     let chain = cut.chain;
-    let mut found: HashMap<(String, usize), Vec<String>> = HashMap::new();
+    let mut found: FxHashMap<(String, usize), Vec<String>> = FxHashMap::default();
     for (k, &id) in chain.nodes.iter().enumerate() {
         for (read, input) in chain.rules[k].reads.iter().zip(&graph.nodes[id].inputs) {
             let (RowRead::Rows(axis), Some(v)) = (*read, *input) else {
