@@ -6,7 +6,7 @@ use super::groups::{Buffer, Sharing};
 use super::lifetimes::{TensorKind, TensorLife};
 use super::known::Known;
 use super::rules::slice_offsets;
-use super::strided::{footprint, index_of, offset_of, row_major};
+use super::strided::{footprint, is_row_major, restrided, row_major};
 use crate::ir::{Graph, NodeId, NodeUnit, ValueId};
 use std::sync::Arc;
 
@@ -373,7 +373,6 @@ impl<'a> Grouping<'a> {
         let Some((shape, elem)) = self.shape_and_elem(part) else {
             return;
         };
-        let inner = row_major(shape, elem);
         let part_offset = self.offset_of(part);
         let mut moved = Vec::with_capacity(self.buffers[b].members.len());
         for &(m, at) in &self.buffers[b].members {
@@ -388,19 +387,17 @@ impl<'a> Grouping<'a> {
                 return;
             }
             let full_alias = matches!(self.sharing[m], Some(Sharing::Alias { .. }));
-            let index = match &self.strides[m] {
-                None if at == part_offset && m_shape == shape && !full_alias => {
-                    vec![0; shape.len()]
-                }
-                Some(t) if **t == *inner => {
-                    match index_of(at - part_offset, &inner, shape, m_shape) {
-                        Some(index) => index,
+            let offset = match &self.strides[m] {
+                None if at == part_offset && m_shape == shape && !full_alias => 0,
+                Some(t) if is_row_major(t, shape, elem) => {
+                    match restrided(at - part_offset, t, shape, m_shape, strides) {
+                        Some(offset) => offset,
                         None => return,
                     }
                 }
                 _ => return,
             };
-            moved.push((m, base + offset_of(&index, strides), m_shape));
+            moved.push((m, base + offset, m_shape));
         }
         let Buffer { first, last, .. } = self.buffers[b];
         self.buffers[b].members.clear();

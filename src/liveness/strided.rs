@@ -23,26 +23,42 @@ pub fn footprint(shape: &[i64], strides: &[u64], elem: u64) -> u64 {
         + elem
 }
 
-/// The index (per axis) at which a view of `shape` starts inside a row-major tensor of
-/// `whole` dimensions, from its byte `offset` and the whole's row-major `strides`; `None`
-/// when the offset is not an element boundary or the view would reach past the whole.
-pub fn index_of(offset: u64, strides: &[u64], whole: &[i64], shape: &[i64]) -> Option<Vec<i64>> {
+/// Where a view of `shape` that starts `offset` bytes into a row-major tensor of `whole`
+/// dimensions (row-major byte `inner` strides) starts under byte `strides` instead: the index
+/// per axis its offset stands for, weighed by `strides`. `None` when the offset is not an
+/// element boundary or the view would reach past the whole.
+pub fn restrided(
+    offset: u64,
+    inner: &[u64],
+    whole: &[i64],
+    shape: &[i64],
+    strides: &[u64],
+) -> Option<u64> {
+    if inner.len() != whole.len() || shape.len() != whole.len() || strides.len() != whole.len() {
+        return None;
+    }
     let mut rest = offset;
-    let mut index = Vec::with_capacity(strides.len());
-    for ((&s, &w), &d) in strides.iter().zip(whole).zip(shape) {
+    let mut at = 0u64;
+    for (((&s, &w), &d), &to) in inner.iter().zip(whole).zip(shape).zip(strides) {
         let i = i64::try_from(rest / s.max(1)).ok()?;
         rest %= s.max(1);
         if i + d > w {
             return None;
         }
-        index.push(i);
+        at += i as u64 * to;
     }
-    (rest == 0 && index.len() == whole.len()).then_some(index)
+    (rest == 0).then_some(at)
 }
 
-/// The byte offset of `index` under `strides`.
-pub fn offset_of(index: &[i64], strides: &[u64]) -> u64 {
-    index.iter().zip(strides).map(|(&i, &s)| i as u64 * s).sum()
+/// Whether `strides` are the row-major byte strides of `shape` with `elem`-byte elements.
+pub fn is_row_major(strides: &[u64], shape: &[i64], elem: u64) -> bool {
+    let mut expected = elem;
+    strides.len() == shape.len()
+        && strides.iter().zip(shape).rev().all(|(&s, &d)| {
+            let ok = s == expected;
+            expected = expected.saturating_mul(d.max(0) as u64);
+            ok
+        })
 }
 
 #[cfg(test)]
@@ -58,16 +74,22 @@ mod tests {
         let strides = row_major(&whole, 4);
         assert_eq!(strides, vec![192, 96, 24, 4]);
         let tile = [1, 2, 4, 3];
-        assert_eq!(offset_of(&[0, 0, 0, 3], &strides), 12);
         // Footprint: 96 (second channel) + 3·24 (last row) + 2·4 (last column) + 4 = 180,
         // so it ends at 12 + 180 = 192, the whole's last byte.
         assert_eq!(footprint(&tile, &strides, 4), 180);
-        assert_eq!(
-            index_of(12, &strides, &whole, &tile),
-            Some(vec![0, 0, 0, 3])
-        );
-        // Starting at column 4 the tile would reach past the last column.
-        assert_eq!(index_of(16, &strides, &whole, &tile), None);
-        assert_eq!(index_of(2, &strides, &whole, &tile), None);
+        // Its start, index (0, 0, 0, 3), under the strides of a 1×2×4×10 whole (320, 160,
+        // 40, 4) is 3·4 = 12 bytes in; a view starting at index (0, 1, 1, 0), 96 + 24 = 120
+        // bytes into the 1×2×4×6 whole, starts 160 + 40 = 200 bytes into the wider one.
+        let wider = row_major(&[1, 2, 4, 10], 4);
+        assert_eq!(wider, vec![320, 160, 40, 4]);
+        assert_eq!(restrided(12, &strides, &whole, &tile, &wider), Some(12));
+        let rows = [1, 1, 3, 6];
+        assert_eq!(restrided(120, &strides, &whole, &rows, &wider), Some(200));
+        // Starting at column 4 the tile would reach past the last column; 2 bytes in is
+        // inside an element.
+        assert_eq!(restrided(16, &strides, &whole, &tile, &wider), None);
+        assert_eq!(restrided(2, &strides, &whole, &tile, &wider), None);
+        assert!(is_row_major(&strides, &whole, 4));
+        assert!(!is_row_major(&wider, &whole, 4));
     }
 }
