@@ -1,7 +1,7 @@
 //! Assembling the allocation table from the analysis and the solved offsets.
 
 use super::table::{Arena, BranchChoice, TableOptions, TensorEntry};
-use crate::ir::{Graph, concrete};
+use crate::ir::Graph;
 use crate::liveness::{Liveness, Sharing};
 
 /// Each tensor's absolute offset when its buffer (of the analysis) starts at
@@ -50,7 +50,7 @@ pub fn tensor_entries(
             TensorEntry {
                 name: value.name.clone(),
                 dtype: tensor.map(|t| t.dtype.name().to_string()),
-                shape: tensor.and_then(|t| concrete(t.shape.as_ref()?)),
+                shape: value.concrete_shape(),
                 bytes: t.bytes,
                 kind: t.kind.name().to_string(),
                 first: t.first,

@@ -72,6 +72,11 @@ impl Value {
     pub fn tensor_type(&self) -> Option<&TensorType> {
         self.ty.as_ref()?.as_tensor()
     }
+
+    /// The shape of a tensor value whose every dimension is known.
+    pub fn concrete_shape(&self) -> Option<Vec<i64>> {
+        self.tensor_type()?.concrete_shape()
+    }
 }
 
 /// A subgraph held in a graph-valued attribute of a node (If branches, Loop/Scan bodies).

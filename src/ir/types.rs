@@ -117,9 +117,14 @@ impl TensorType {
         }
     }
 
+    /// The shape, if every dimension is known ([`concrete`]).
+    pub fn concrete_shape(&self) -> Option<Vec<i64>> {
+        concrete(self.shape.as_ref()?)
+    }
+
     /// Number of elements, if every dimension is known.
     pub fn elements(&self) -> Option<u64> {
-        let dims = concrete(self.shape.as_ref()?)?;
+        let dims = self.concrete_shape()?;
         dims.iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
     }

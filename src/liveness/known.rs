@@ -7,7 +7,7 @@
 use std::cell::OnceCell;
 
 use super::rules::view_offset;
-use crate::ir::{Graph, NodeId, ValueId, concrete};
+use crate::ir::{Graph, NodeId, ValueId};
 
 /// The answers kept for one graph.
 pub(super) struct Known<'g> {
@@ -26,12 +26,12 @@ impl<'g> Known<'g> {
         }
     }
 
-    /// Value `v`'s shape when every dimension is known ([`concrete`]).
+    /// Value `v`'s shape when every dimension is known ([`crate::ir::Value::concrete_shape`]).
     pub(super) fn shape(&self, v: ValueId) -> Option<&[i64]> {
         self.shapes[v]
             .get_or_init(|| {
-                let ty = self.graph.values[v].tensor_type()?;
-                concrete(ty.shape.as_ref()?).map(Vec::into_boxed_slice)
+                let shape = self.graph.values[v].concrete_shape()?;
+                Some(shape.into_boxed_slice())
             })
             .as_deref()
     }

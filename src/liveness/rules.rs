@@ -166,10 +166,13 @@ pub fn node_rule(graph: &Graph, node: &Node) -> ReuseRule {
 /// True when a Transpose leaves every axis longer than 1 in its relative order, so the
 /// row-major bytes of input and output are identical.
 fn transpose_keeps_layout(graph: &Graph, node: &Node) -> bool {
-    let Some(shape) = node.inputs.first().copied().flatten().and_then(|v| {
-        let ty = graph.values[v].tensor_type()?;
-        crate::ir::concrete(ty.shape.as_deref()?)
-    }) else {
+    let Some(shape) = node
+        .inputs
+        .first()
+        .copied()
+        .flatten()
+        .and_then(|v| graph.values[v].concrete_shape())
+    else {
         return false;
     };
     let perm: Vec<usize> = match node.attr_ints("perm") {
@@ -223,13 +226,13 @@ pub fn reuse_rule(domain: &str, op_type: &str) -> ReuseRule {
 pub fn view_offset(graph: &Graph, node: &Node) -> Option<u64> {
     let data = node.inputs.first().copied().flatten()?;
     let ty = graph.values[data].tensor_type()?;
-    let shape = crate::ir::concrete(ty.shape.as_deref()?)?;
+    let shape = ty.concrete_shape()?;
     let out = node.outputs.first().copied().flatten()?;
     let out_ty = graph.values[out].tensor_type()?;
     if out_ty.dtype != ty.dtype {
         return None;
     }
-    let out_shape = crate::ir::concrete(out_ty.shape.as_deref()?)?;
+    let out_shape = out_ty.concrete_shape()?;
     let (starts, extents) = match node.op_type.as_str() {
         "Slice" => slice_window(graph, node, &shape, &out_shape)?,
         "Gather" => gather_window(graph, node, &shape)?,

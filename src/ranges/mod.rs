@@ -93,7 +93,7 @@ pub(crate) fn specialise(
     fixed.arenas = emit::main_arena(arena);
     for (entry, offset) in fixed.tensors.iter_mut().zip(member) {
         let tensor = graph.value(&entry.name).and_then(|v| v.tensor_type());
-        entry.shape = tensor.and_then(|t| crate::ir::concrete(t.shape.as_ref()?));
+        entry.shape = tensor.and_then(crate::ir::TensorType::concrete_shape);
         entry.bytes = tensor.and_then(|t| t.bytes());
         entry.offset = offset;
         entry.symbolic = Default::default();

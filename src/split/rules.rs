@@ -5,7 +5,7 @@ use super::macs::{conv_weight_input, is_conv};
 use super::region::{Region, Span};
 use super::rows::rules::REDUCTIONS;
 use super::upsample::{self, Upsample};
-use crate::ir::{Graph, Node, concrete};
+use crate::ir::{Graph, Node};
 
 /// How an operator reads its inputs, as far as the split axes are concerned.
 #[derive(Clone, Debug, PartialEq)]
@@ -309,9 +309,9 @@ pub fn rule_of(graph: &Graph, node: &Node) -> Option<Rule> {
     }
 }
 
-/// The concrete shape of a node's input or output value.
+/// The concrete shape of a node's input or output value ([`crate::ir::Value::concrete_shape`]).
 pub fn shape_of(graph: &Graph, value: usize) -> Option<Vec<i64>> {
-    concrete(graph.values[value].tensor_type()?.shape.as_deref()?)
+    graph.values[value].concrete_shape()
 }
 
 /// The window of a 2-D Conv (FusedConv, QLinearConv, ConvInteger), MaxPool or AveragePool (or
