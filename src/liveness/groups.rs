@@ -83,8 +83,8 @@ pub struct Buffer {
 pub struct Liveness {
     /// The execution order (node ids).
     pub order: Vec<NodeId>,
-    /// Every tensor of the graph.
-    pub tensors: Vec<TensorLife>,
+    /// Every tensor of the graph (shared by every analysis of one order).
+    pub tensors: Arc<[TensorLife]>,
     /// For each tensor, what it shares.
     pub sharing: Vec<Option<Sharing>>,
     /// For each tensor, its buffer (index into `buffers`) when it is in the arena.
@@ -136,7 +136,7 @@ pub struct Analyser<'g> {
     graph: &'g Graph,
     order: Vec<NodeId>,
     options: LivenessOptions,
-    tensors: Vec<TensorLife>,
+    tensors: Arc<[TensorLife]>,
     tensor_of: Vec<Option<usize>>,
     rules: Vec<ReuseRule>,
     known: Known<'g>,
@@ -145,7 +145,7 @@ pub struct Analyser<'g> {
 impl<'g> Analyser<'g> {
     /// Computes the lifetimes under `order` and each node's sharing rule.
     pub fn new(graph: &'g Graph, order: Vec<NodeId>, options: LivenessOptions) -> Result<Self> {
-        let tensors = lifetimes(graph, &order)?;
+        let tensors: Arc<[TensorLife]> = lifetimes(graph, &order)?.into();
         let mut tensor_of: Vec<Option<usize>> = vec![None; graph.values.len()];
         for (i, t) in tensors.iter().enumerate() {
             tensor_of[t.value] = Some(i);
@@ -300,7 +300,7 @@ impl<'g> Analyser<'g> {
         }
         Liveness {
             order: self.order.clone(),
-            tensors: self.tensors.clone(),
+            tensors: Arc::clone(&self.tensors),
             sharing,
             buffer_of,
             buffers: kept,
