@@ -448,8 +448,9 @@ impl Graph {
 }
 
 /// Integer initializers up to this many elements are decoded for constant folding (shapes,
-/// axes, indices); float ones only when tiny (scales, ranges, clip bounds), so weights are
-/// never decoded.
+/// axes, indices); float ones only when tiny (scales, ranges, clip bounds), so float weights
+/// are never decoded. Integer weights of an int8 network up to this size are (the split's
+/// trials share them through [`Decoded`]).
 const INT_DECODE_LIMIT: i64 = 1 << 16;
 /// See [`INT_DECODE_LIMIT`].
 const FLOAT_DECODE_LIMIT: i64 = 64;

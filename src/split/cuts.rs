@@ -42,8 +42,9 @@ pub struct Cost {
     pub working: Arc<[u64]>,
 }
 
-/// A chain's signature ([`Cuts::signature`]): its header's bytes and its nodes' parts by
-/// number ([`Parts`]), with their hash computed once (a signature is looked up once per grid).
+/// A chain's signature ([`Cuts::signature`]): the chain's own fields ([`Header`]) and its
+/// nodes' parts by number ([`Parts`]), with their hash computed once (a signature is looked
+/// up once per grid).
 #[derive(Clone, Debug)]
 pub struct Signature(Arc<Signed>);
 
