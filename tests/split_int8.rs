@@ -331,6 +331,109 @@ fn a_chain_of_qdq_units_splits_into_units_per_tile() {
     bit_identical_in_onnxruntime(&original, &split);
 }
 
+/// A QDQ ShuffleNet channel shuffle between two Conv units, as quantize_static writes it: x →
+/// Q → q0; [DQ → Conv 3×3 pad 1, 2 → 4 channels → Q] → q1 [1,4,16,16]; DQ → Reshape
+/// [1,2,2,16,16] → Q → DQ → Transpose (0,2,1,3,4) → Q → DQ → Reshape [1,4,16,16] → Q → q4;
+/// [DQ → Conv 3×3 pad 1 → Q] → y [1,4,16,16]. Every Q and DQ is per tensor (scale sx).
+fn qdq_shuffle() -> ModelProto {
+    let mut nodes = weight_dqs(2);
+    nodes.push(node("QuantizeLinear", &["x", "sx", "zx"], &["q0"]));
+    nodes.extend(conv_unit(1, "q0", "q1", 1));
+    let steps = [
+        ("Reshape", "q1", "q2", Some("split_shape")),
+        ("Transpose", "q2", "q3", None),
+        ("Reshape", "q3", "q4", Some("merged_shape")),
+    ];
+    for (op, input, out, shape) in steps {
+        let (d, f) = (format!("d{out}"), format!("f{out}"));
+        nodes.push(node("DequantizeLinear", &[input, "sx", "zx"], &[&d]));
+        nodes.push(match shape {
+            Some(shape) => node(op, &[&d, shape], &[&f]),
+            None => with_ints(node(op, &[&d], &[&f]), "perm", &[0, 2, 1, 3, 4]),
+        });
+        nodes.push(node("QuantizeLinear", &[&f, "sx", "zx"], &[out]));
+    }
+    nodes.extend(conv_unit(2, "q4", "y", 1));
+    qdq_model(
+        "qdq_shuffle",
+        nodes,
+        ("y", &[1, 4, 16, 16]),
+        vec![
+            weights("w1", 4, 2, 1),
+            weights("w2", 4, 4, 2),
+            bias("b1", 4, 1),
+            bias("b2", 4, 2),
+            common::int_init("split_shape", &[5], &[1, 2, 2, 16, 16]),
+            common::int_init("merged_shape", &[4], &[1, 4, 16, 16]),
+        ],
+    )
+}
+
+/// A per-tensor Q or DQ is elementwise with scalar operands: it takes its neighbours' layout,
+/// so a chain crosses a QDQ channel shuffle whose Q and DQ nodes hold rank-5 tensors (a
+/// ShuffleNetV2's QDQ form). A chain with tensors not NCHW is cut into bands of whole rows.
+/// Worked by hand for 2 bands of y: band 0 makes rows [0,8); the second Conv reads [-1,9), so
+/// every node of the shuffle computes rows [0,9) (axis 3 of the rank-5 tensors), the first
+/// Conv too, reading [-1,10) of q0. Halo: the first Conv computes 2 × 9 rows of 16 = 288
+/// positions instead of 256 (32 more, 4·2·9 = 72 MACs each): 2304 extra MACs.
+#[test]
+fn a_chain_crosses_a_qdq_channel_shuffle_of_rank_5_tensors() {
+    use onnx_memplan::split::layout::{Layout, NCHW};
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("qdq_shuffle.onnx");
+    write_model(&qdq_shuffle(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    assert!((0..4).all(|n| is_constant(graph, n)));
+    let chain = chain_of(graph, &order[4..], 17).expect("the shuffle's Q and DQ join the chain");
+    assert_eq!(graph.values[chain.output].name, "y");
+    // Chain nodes: 0 Q, 1–3 the first unit, then DQ, Reshape, Q (4–6), DQ, Transpose, Q (7–9),
+    // DQ, Reshape, Q (10–12), and the last unit (13–15).
+    let ops: Vec<&str> = chain
+        .nodes
+        .iter()
+        .map(|&n| graph.nodes[n].op_type.as_str())
+        .collect();
+    assert_eq!(
+        &ops[4..7],
+        ["DequantizeLinear", "Reshape", "QuantizeLinear"]
+    );
+    assert_eq!(chain.layouts[3], NCHW);
+    let shuffle = chain.layouts.iter().zip(&ops).enumerate().take(11).skip(5);
+    for (k, (&layout, op)) in shuffle {
+        assert_eq!(layout, Layout::Grid([3, 4]), "node {k} ({op})");
+    }
+    assert_eq!(chain.layouts[11], NCHW);
+    assert!(
+        tile(graph, &chain, [2, 2]).is_none(),
+        "bands of whole rows only"
+    );
+    let tiling = tile(graph, &chain, [2, 1]).unwrap();
+    for k in [2, 6, 9, 12] {
+        assert_eq!(
+            tiling.tiles()[0].computed[k][0],
+            Span::new(0, 9),
+            "node {k}"
+        );
+        assert_eq!(
+            tiling.tiles()[0].computed[k][1],
+            Span::new(0, 16),
+            "node {k}"
+        );
+    }
+    assert_eq!(tiling.tiles()[0].computed[0][0], Span::new(0, 10));
+    assert_eq!(tiling.tiles()[1].computed[6][0], Span::new(7, 16));
+    assert_eq!(tiling.extra_macs, 2304);
+
+    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let split = dir.path().join("qdq_shuffle.split.onnx");
+    write_model(&rewritten.model, &split);
+    let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
+    common::assert_verifies(&dir.path().join("split.onnx"), &table);
+    bit_identical_in_onnxruntime(&original, &split);
+}
+
 /// A residual block of QDQ units (int8, zero point −20, every scale 0.02): x → Q → q0;
 /// [DQ q0 → Conv 3×3 pad 1 → Q] → q1; [DQ q1 → Conv 3×3 pad 1 → Q] → q2; [DQ q0, DQ q2 →
 /// Add → Q] → y [1,2,16,16]. The DQ of q0 is read by both the first Conv and the Add, as

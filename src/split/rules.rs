@@ -183,7 +183,10 @@ enum Integer {
     /// Pointwise on input 0, the scales and zero points read whole.
     First,
     /// A Q or DQ node: pointwise on input 0, its scale and zero point per tensor or per
-    /// channel along C (read whole); block quantization or another axis ends the chain.
+    /// channel along C (read whole); block quantization or another axis ends the chain. Per
+    /// tensor it is elementwise with scalar operands, so it takes the layout of its
+    /// neighbours (a ShuffleNet's channel shuffle quantizes its rank-5 tensors); per channel
+    /// along C its tensors are NCHW.
     QuantizeAxis,
     /// Pointwise on every input of the grid, the scalar scales and zero points broadcast
     /// (QLinearAdd and QLinearMul: A and B; QLinearConcat along channels: every X).
@@ -228,9 +231,7 @@ fn integer_rule(graph: &Graph, node: &Node, kind: Integer) -> Option<Rule> {
     match kind {
         Integer::Window => window(graph, node).map(Rule::Window),
         Integer::First => Some(Rule::Pointwise(Inputs::First)),
-        Integer::QuantizeAxis => {
-            per_tensor_or_channel(graph, node).then_some(Rule::Pointwise(Inputs::First))
-        }
+        Integer::QuantizeAxis => quantize_axis(graph, node),
         Integer::All if node.op_type == "QLinearConcat" => {
             matches!(node.attr_int("axis"), Some(1 | -3)).then_some(Rule::Pointwise(Inputs::All))
         }
@@ -238,25 +239,21 @@ fn integer_rule(graph: &Graph, node: &Node, kind: Integer) -> Option<Rule> {
     }
 }
 
-/// Whether a Q or DQ node's scale is one value, or one per channel along axis 1 (C of an
-/// NCHW tensor: the split cuts H and W only); not block quantization.
-fn per_tensor_or_channel(graph: &Graph, node: &Node) -> bool {
+/// The rule of a Q or DQ node: elementwise with scalar operands when its scale is one value
+/// (its layout follows its neighbours'); pointwise on an NCHW input 0 when the scale is one
+/// per channel along axis 1 (C: the split cuts H and W only); none for block quantization or
+/// another axis.
+fn quantize_axis(graph: &Graph, node: &Node) -> Option<Rule> {
     if node.attr_int("block_size").unwrap_or(0) != 0 {
-        return false;
+        return None;
     }
-    let Some(scale) = node
-        .inputs
-        .get(1)
-        .copied()
-        .flatten()
-        .and_then(|v| shape_of(graph, v))
-    else {
-        return false;
-    };
+    let scale = shape_of(graph, node.inputs.get(1).copied().flatten()?)?;
     match scale.as_slice() {
-        [] | [1] => true,
-        [_] => matches!(node.attr_int("axis").unwrap_or(1), 1 | -3),
-        _ => false,
+        [] | [1] => Some(Rule::Pointwise(Inputs::All)),
+        [_] if matches!(node.attr_int("axis").unwrap_or(1), 1 | -3) => {
+            Some(Rule::Pointwise(Inputs::First))
+        }
+        _ => None,
     }
 }
 
