@@ -20,7 +20,7 @@ use super::chain::{Chain, Read};
 use super::estimate::ChainEstimate;
 use super::layout::Layout;
 use super::rules::{Rule, shape_of};
-use super::tiling::cut_costed;
+use super::tiling::Strips;
 use crate::ir::Graph;
 
 /// What cutting a chain by a grid gave: its cost, or the extra MACs past the allowance it
@@ -227,8 +227,7 @@ impl Cuts {
     /// cut answers it; `None` when the grid does not cut the chain within `max_macs`.
     pub fn cost(
         &self,
-        graph: &Graph,
-        (chain, signature): (&Chain, &Signature),
+        (strips, signature): (&Strips, &Signature),
         grid: [usize; 2],
         max_macs: u64,
         estimate: &ChainEstimate,
@@ -240,12 +239,12 @@ impl Cuts {
             Some(Cached::Never) => return None,
             _ => {}
         }
-        let (answer, cached) = match cut_costed(graph, chain, grid, max_macs) {
+        let (answer, cached) = match strips.cut_costed(grid, max_macs) {
             Some(Ok(t)) => {
                 let cost = Cost {
                     extra_macs: t.extra_macs,
                     streamed: t.streamed,
-                    working: estimate.by_tile(chain, &t).into(),
+                    working: estimate.by_tile(strips.chain(), &t).into(),
                 };
                 (Some(cost.clone()), Cached::Cut(cost))
             }

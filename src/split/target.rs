@@ -12,7 +12,7 @@ use super::chain::{Chain, MAX_CHAIN_NODES, Walker};
 use super::cuts::{Cuts, NodeKeys};
 use super::grades::ChainMemo;
 use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
-use super::tiling::cut_within;
+use super::tiling::Strips;
 use super::{Spend, Spent};
 use crate::emit::Table;
 use crate::ir::{Graph, NodeId};
@@ -120,14 +120,14 @@ pub fn grade(
     let estimates = ChainEstimate::new(graph, (table, live), chain, steps, &banding);
     let signature = Cuts::signature(keys, chain);
     let nodes = chain.nodes.len();
+    let strips = Strips::new(graph, chain);
     let graded = charge_grids(nodes, grids, spend, |grid| {
-        let cut = (chain, &signature);
-        let cost = cuts.cost(graph, cut, grid, allowance, &estimates)?;
-        let estimates = &estimates;
+        let cost = cuts.cost((&strips, &signature), grid, allowance, &estimates)?;
+        let (estimates, strips) = (&estimates, &strips);
         Some(move || {
             let bands = match estimates.reads_bands() {
                 true => {
-                    let tiling = cut_within(graph, chain, grid, allowance);
+                    let tiling = strips.cut_within(grid, allowance);
                     estimates.bands_by_tile(chain, &tiling.expect("a costed grid cuts its chain"))
                 }
                 false => vec![0; cost.working.len()],

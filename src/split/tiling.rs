@@ -7,6 +7,9 @@ use super::macs::{input_macs_per_position, macs_per_position};
 use super::region::{Region, Span, full, hull};
 use super::rules::{Rule, shape_of};
 use crate::ir::Graph;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::sync::Arc;
 
 /// One tile: its part of the chain output and what each chain node computes for it.
 #[derive(Clone, Debug)]
@@ -51,8 +54,9 @@ pub struct Tiling {
 /// chain node) for that took much of its time on MobileNetV2.
 #[derive(Clone, Debug)]
 enum Parts {
-    /// Row strips (every column) and column strips (every row).
-    Crossed { rows: Vec<Tile>, cols: Vec<Tile> },
+    /// Row strips (every column) and column strips (every row), shared with the other grids
+    /// of as many rows or columns ([`Strips`]).
+    Crossed { rows: Arc<[Tile]>, cols: Arc<[Tile]> },
     /// The tiles themselves (streamed strips, which are not crosses).
     Listed(Vec<Tile>),
 }
@@ -168,20 +172,97 @@ impl<'a> TileRef<'a> {
 /// ([`stream`]: no recomputation), else tiles recomputing their halos ([`tile_within`], `None`
 /// beyond `max_macs`).
 pub fn cut_within(graph: &Graph, chain: &Chain, grid: [usize; 2], max_macs: u64) -> Option<Tiling> {
-    cut_costed(graph, chain, grid, max_macs)?.ok()
+    Strips::new(graph, chain).cut_within(grid, max_macs)
 }
 
-/// [`cut_within`], telling tiles that recompute more than `max_macs` (`Err` with their extra
-/// MACs) from grids that cannot cut the chain (`None`).
-pub fn cut_costed(
-    graph: &Graph,
-    chain: &Chain,
-    grid: [usize; 2],
-    max_macs: u64,
-) -> Option<Result<Tiling, u64>> {
-    match grid {
-        [rows, 1] if rows > 1 && streams(chain) => stream(graph, chain, rows).map(Ok),
-        _ => tile_costed(graph, chain, grid, max_macs),
+/// The strips of one chain along H (row strips, every column) and along W (column strips,
+/// every row), by their count, made once for every grid that cuts the chain: a grid's row
+/// strips depend on its rows only and its column strips on its columns only, so the 63 grids
+/// up to 8×8 need 16 strip sets, not 574 strips.
+pub struct Strips<'c> {
+    graph: &'c Graph,
+    chain: &'c Chain,
+    made: RefCell<FxHashMap<(usize, usize), Made>>,
+}
+
+/// The strips along an axis, or `None` when they cannot cut the chain.
+type Made = Option<Arc<[Tile]>>;
+
+impl<'c> Strips<'c> {
+    /// No strips of `chain` made yet.
+    pub fn new(graph: &'c Graph, chain: &'c Chain) -> Strips<'c> {
+        Strips {
+            graph,
+            chain,
+            made: RefCell::default(),
+        }
+    }
+
+    /// The chain.
+    pub fn chain(&self) -> &'c Chain {
+        self.chain
+    }
+
+    /// [`cut_within`].
+    pub fn cut_within(&self, grid: [usize; 2], max_macs: u64) -> Option<Tiling> {
+        self.cut_costed(grid, max_macs)?.ok()
+    }
+
+    /// [`cut_within`], telling tiles that recompute more than `max_macs` (`Err` with their
+    /// extra MACs) from grids that cannot cut the chain (`None`).
+    pub fn cut_costed(&self, grid: [usize; 2], max_macs: u64) -> Option<Result<Tiling, u64>> {
+        match grid {
+            [rows, 1] if rows > 1 && streams(self.chain) => self.stream(rows).map(Ok),
+            _ => self.tile_costed(grid, max_macs),
+        }
+    }
+
+    /// The `count` strips along `axis` (0: rows, 1: columns) of the chain's output, each
+    /// spanning the other axis whole; `None` when an output has fewer positions along the axis
+    /// than `count`, or a strip's node would read nothing but padding.
+    fn along(&self, axis: usize, count: usize) -> Made {
+        if let Some(made) = self.made.borrow().get(&(axis, count)) {
+            return made.clone();
+        }
+        let made = self.make(axis, count);
+        self.made.borrow_mut().insert((axis, count), made.clone());
+        made
+    }
+
+    /// [`Strips::along`], made.
+    fn make(&self, axis: usize, count: usize) -> Made {
+        let (graph, chain) = (self.graph, self.chain);
+        let [h, w] = chain.grids[chain.last];
+        let length = [h, w][axis];
+        let spans = Span::parts(length, count as i64);
+        // The other outputs are cut in proportion, every part non-empty.
+        let mut extra_parts = Vec::with_capacity(chain.extra.len());
+        for &k in &chain.extra {
+            extra_parts.push(scaled(&spans, length, chain.grids[k][axis])?);
+        }
+        let whole = |k: usize| full(chain.grids[k][0], chain.grids[k][1]);
+        spans
+            .iter()
+            .enumerate()
+            .map(|(i, &span)| {
+                let mut part = full(h, w);
+                part[axis] = span;
+                let extra = chain
+                    .extra
+                    .iter()
+                    .zip(&extra_parts)
+                    .map(|(&k, parts)| {
+                        let mut r = whole(k);
+                        r[axis] = parts[i];
+                        r
+                    })
+                    .collect();
+                let mut at = [0, 0];
+                at[axis] = i;
+                let tile = propagate(chain, at, part, extra)?;
+                (!reads_only_padding(graph, chain, &tile, axis)).then_some(tile)
+            })
+            .collect()
     }
 }
 
@@ -203,74 +284,84 @@ fn streams(chain: &Chain) -> bool {
 /// every chain output is the rows it computes. `None` when some strip would compute no row of
 /// some node, or when [`tile`] gives none.
 pub fn stream(graph: &Graph, chain: &Chain, rows: usize) -> Option<Tiling> {
-    let base = tile(graph, chain, [rows, 1])?;
-    let n = chain.nodes.len();
-    let recomputed: Vec<bool> = (0..n).map(|k| dequantize::recomputed(graph, chain, k)).collect();
-    let mut done = vec![0i64; n];
-    // Rows of recomputed nodes, summed over the strips.
-    let mut recomputed_rows = vec![0i64; n];
-    let mut tiles = Vec::with_capacity(rows);
-    for strip in base.tiles() {
-        let mut computed = strip.computed.clone();
-        for k in (0..n).filter(|&k| !recomputed[k]) {
-            let end = strip.computed[k][0].end;
-            if end <= done[k] {
-                return None;
+    Strips::new(graph, chain).stream(rows)
+}
+
+impl Strips<'_> {
+    /// [`stream`].
+    fn stream(&self, rows: usize) -> Option<Tiling> {
+        let (graph, chain) = (self.graph, self.chain);
+        let base = self.tile_costed([rows, 1], u64::MAX)?.ok()?;
+        let n = chain.nodes.len();
+        let recomputed: Vec<bool> = (0..n)
+            .map(|k| dequantize::recomputed(graph, chain, k))
+            .collect();
+        let mut done = vec![0i64; n];
+        // Rows of recomputed nodes, summed over the strips.
+        let mut recomputed_rows = vec![0i64; n];
+        let mut tiles = Vec::with_capacity(rows);
+        for strip in base.tiles() {
+            let mut computed = strip.computed.clone();
+            for k in (0..n).filter(|&k| !recomputed[k]) {
+                let end = strip.computed[k][0].end;
+                if end <= done[k] {
+                    return None;
+                }
+                computed[k][0] = Span::new(done[k], end);
+                done[k] = end;
             }
-            computed[k][0] = Span::new(done[k], end);
-            done[k] = end;
+            // A recomputed DQ makes the rows its readers read in this strip, from the rows of
+            // its integer input (which stream).
+            for k in (0..n).rev().filter(|&k| recomputed[k]) {
+                let [h, _] = chain.grids[k];
+                let rows = (0..n)
+                    .flat_map(|r| (0..chain.reads[r].len()).map(move |i| (r, i)))
+                    .filter(|&(r, i)| chain.reads[r][i] == Read::Inside(k))
+                    .filter_map(|(r, i)| need(&chain.rules[r], &chain.reads[r][i], computed[r]))
+                    .map(|region| region[0].clip(h))
+                    .reduce(Span::hull)?;
+                computed[k][0] = rows;
+                recomputed_rows[k] += rows.len();
+            }
+            let reads = (0..n)
+                .map(|k| {
+                    let region = computed[k];
+                    chain.reads[k]
+                        .iter()
+                        .zip(&strip.reads[k])
+                        .map(|(read, whole)| {
+                            let mut need = need(&chain.rules[k], read, region)?;
+                            // Columns as the strip reads them (every strip spans every column).
+                            need[1] = (*whole)?[1];
+                            Some(need)
+                        })
+                        .collect()
+                })
+                .collect();
+            tiles.push(Tile {
+                at: strip.at,
+                part: computed[chain.last],
+                produced: computed.clone(),
+                extra_parts: chain.extra.iter().map(|&k| computed[k]).collect(),
+                computed,
+                reads,
+            });
         }
-        // A recomputed DQ makes the rows its readers read in this strip, from the rows of
-        // its integer input (which stream).
-        for k in (0..n).rev().filter(|&k| recomputed[k]) {
-            let [h, _] = chain.grids[k];
-            let rows = (0..n)
-                .flat_map(|r| (0..chain.reads[r].len()).map(move |i| (r, i)))
-                .filter(|&(r, i)| chain.reads[r][i] == Read::Inside(k))
-                .filter_map(|(r, i)| need(&chain.rules[r], &chain.reads[r][i], computed[r]))
-                .map(|region| region[0].clip(h))
-                .reduce(Span::hull)?;
-            computed[k][0] = rows;
-            recomputed_rows[k] += rows.len();
-        }
-        let reads = (0..n)
+        let halo = (0..n)
             .map(|k| {
-                let region = computed[k];
-                chain.reads[k]
-                    .iter()
-                    .zip(&strip.reads[k])
-                    .map(|(read, whole)| {
-                        let mut need = need(&chain.rules[k], read, region)?;
-                        // Columns as the strip reads them (every strip spans every column).
-                        need[1] = (*whole)?[1];
-                        Some(need)
-                    })
-                    .collect()
+                let [h, w] = chain.grids[k];
+                let computed = if recomputed[k] { recomputed_rows[k] } else { done[k] };
+                computed * w - h * w
             })
             .collect();
-        tiles.push(Tile {
-            at: strip.at,
-            part: computed[chain.last],
-            produced: computed.clone(),
-            extra_parts: chain.extra.iter().map(|&k| computed[k]).collect(),
-            computed,
-            reads,
-        });
-    }
-    let halo = (0..n)
-        .map(|k| {
-            let [h, w] = chain.grids[k];
-            let computed = if recomputed[k] { recomputed_rows[k] } else { done[k] };
-            computed * w - h * w
+        Some(Tiling {
+            grid: [rows, 1],
+            parts: Parts::Listed(tiles),
+            extra_macs: 0,
+            halo,
+            streamed: true,
         })
-        .collect();
-    Some(Tiling {
-        grid: [rows, 1],
-        parts: Parts::Listed(tiles),
-        extra_macs: 0,
-        halo,
-        streamed: true,
-    })
+    }
 }
 
 /// Cuts the chain's output into `grid` near-equal parts and derives every tile's regions;
@@ -286,104 +377,68 @@ pub fn tile_within(
     grid: [usize; 2],
     max_macs: u64,
 ) -> Option<Tiling> {
-    tile_costed(graph, chain, grid, max_macs)?.ok()
+    Strips::new(graph, chain).tile_costed(grid, max_macs)?.ok()
 }
 
-/// [`tile_within`], with `Err` and the extra MACs when the tiles would recompute more than
-/// `max_macs`. Rows and columns propagate independently (every rule maps rows to rows and
-/// columns to columns), so the regions of the grid's `rows + cols` strips give every tile's
-/// and the extra MACs before any tile is built.
-fn tile_costed(
-    graph: &Graph,
-    chain: &Chain,
-    grid: [usize; 2],
-    max_macs: u64,
-) -> Option<Result<Tiling, u64>> {
-    let [h, w] = chain.grids[chain.last];
-    if grid[0] as i64 > h || grid[1] as i64 > w || grid.contains(&0) {
-        return None;
-    }
-    // A token-major tensor holds a band of whole rows as one range of tokens.
-    if grid[1] > 1 && chain.bands_only() {
-        return None;
-    }
-    let rows = Span::parts(h, grid[0] as i64);
-    let cols = Span::parts(w, grid[1] as i64);
-    // The other outputs are cut in proportion to the grid, every part non-empty.
-    let mut extra_rows = Vec::with_capacity(chain.extra.len());
-    for &k in &chain.extra {
-        let [eh, ew] = chain.grids[k];
-        extra_rows.push([scaled(&rows, h, eh)?, scaled(&cols, w, ew)?]);
-    }
-    // Row strips (every column) and column strips (every row).
-    let whole = |k: usize| full(chain.grids[k][0], chain.grids[k][1]);
-    let strips = |axis: usize, spans: &[Span]| -> Option<Vec<Tile>> {
-        spans
-            .iter()
-            .enumerate()
-            .map(|(i, &span)| {
-                let mut part = full(h, w);
-                part[axis] = span;
-                let extra = chain
-                    .extra
-                    .iter()
-                    .zip(&extra_rows)
-                    .map(|(&k, parts)| {
-                        let mut r = whole(k);
-                        r[axis] = parts[axis][i];
-                        r
-                    })
-                    .collect();
-                let mut at = [0, 0];
-                at[axis] = i;
-                let tile = propagate(chain, at, part, extra)?;
-                (!reads_only_padding(graph, chain, &tile, axis)).then_some(tile)
-            })
-            .collect()
-    };
-    let row_strips = strips(0, &rows)?;
-    let col_strips = strips(1, &cols)?;
-    let total = |strips: &[Tile], axis: usize, k: usize| -> i64 {
-        strips.iter().map(|t| t.computed[k][axis].len()).sum()
-    };
-    let mut halo = vec![0; chain.nodes.len()];
-    let mut extra_macs = 0u64;
-    for (k, &id) in chain.nodes.iter().enumerate() {
-        let [kh, kw] = chain.grids[k];
-        halo[k] = total(&row_strips, 0, k) * total(&col_strips, 1, k) - kh * kw;
-        let node = &graph.nodes[id];
-        let per_position = macs_per_position(graph, node, chain.grids[k]);
-        extra_macs = extra_macs.saturating_add(per_position * halo[k].max(0) as u64);
-        if let (Rule::Upsample(_), Some(input)) = (&chain.rules[k], node.inputs[0]) {
-            // A ConvTranspose's work follows the input positions each copy reads.
-            let s = shape_of(graph, input).unwrap_or_default();
-            let read = |strips: &[Tile], axis: usize| -> i64 {
-                strips
-                    .iter()
-                    .filter_map(|t| t.reads[k][0])
-                    .map(|r| r[axis].len())
-                    .sum()
-            };
-            let read = read(&row_strips, 0) * read(&col_strips, 1);
-            let whole = s.get(2..4).map_or(0, |d| d[0] * d[1]);
-            extra_macs = extra_macs.saturating_add(
-                input_macs_per_position(graph, node) * (read - whole).max(0) as u64,
-            );
+impl Strips<'_> {
+    /// [`tile_within`], with `Err` and the extra MACs when the tiles would recompute more
+    /// than `max_macs`. Rows and columns propagate independently (every rule maps rows to
+    /// rows and columns to columns), so the regions of the grid's `rows + cols` strips give
+    /// every tile's and the extra MACs before any tile is built.
+    fn tile_costed(&self, grid: [usize; 2], max_macs: u64) -> Option<Result<Tiling, u64>> {
+        let (graph, chain) = (self.graph, self.chain);
+        let [h, w] = chain.grids[chain.last];
+        if grid[0] as i64 > h || grid[1] as i64 > w || grid.contains(&0) {
+            return None;
         }
+        // A token-major tensor holds a band of whole rows as one range of tokens.
+        if grid[1] > 1 && chain.bands_only() {
+            return None;
+        }
+        let row_strips = self.along(0, grid[0])?;
+        let col_strips = self.along(1, grid[1])?;
+        let total = |strips: &[Tile], axis: usize, k: usize| -> i64 {
+            strips.iter().map(|t| t.computed[k][axis].len()).sum()
+        };
+        let mut halo = vec![0; chain.nodes.len()];
+        let mut extra_macs = 0u64;
+        for (k, &id) in chain.nodes.iter().enumerate() {
+            let [kh, kw] = chain.grids[k];
+            halo[k] = total(&row_strips, 0, k) * total(&col_strips, 1, k) - kh * kw;
+            let node = &graph.nodes[id];
+            let per_position = macs_per_position(graph, node, chain.grids[k]);
+            extra_macs = extra_macs.saturating_add(per_position * halo[k].max(0) as u64);
+            if let (Rule::Upsample(_), Some(input)) = (&chain.rules[k], node.inputs[0]) {
+                // A ConvTranspose's work follows the input positions each copy reads.
+                let s = shape_of(graph, input).unwrap_or_default();
+                let read = |strips: &[Tile], axis: usize| -> i64 {
+                    strips
+                        .iter()
+                        .filter_map(|t| t.reads[k][0])
+                        .map(|r| r[axis].len())
+                        .sum()
+                };
+                let read = read(&row_strips, 0) * read(&col_strips, 1);
+                let whole = s.get(2..4).map_or(0, |d| d[0] * d[1]);
+                extra_macs = extra_macs.saturating_add(
+                    input_macs_per_position(graph, node) * (read - whole).max(0) as u64,
+                );
+            }
+        }
+        if extra_macs > max_macs {
+            return Some(Err(extra_macs));
+        }
+        Some(Ok(Tiling {
+            grid,
+            parts: Parts::Crossed {
+                rows: row_strips,
+                cols: col_strips,
+            },
+            extra_macs,
+            halo,
+            streamed: false,
+        }))
     }
-    if extra_macs > max_macs {
-        return Some(Err(extra_macs));
-    }
-    Some(Ok(Tiling {
-        grid,
-        parts: Parts::Crossed {
-            rows: row_strips,
-            cols: col_strips,
-        },
-        extra_macs,
-        halo,
-        streamed: false,
-    }))
 }
 
 /// The tile at `at` from its row strip's rows and its column strip's columns.
