@@ -44,6 +44,9 @@ pub struct Chain {
     /// The positions in `nodes` of the nodes making the chain's other outputs (intermediates
     /// also read after the chain, such as a U-Net's skips), in execution order.
     pub extra: Vec<usize>,
+    /// For each node, the chain nodes and inputs that read its output (`Read::Inside` of it),
+    /// in order: what `reads` says, indexed by the node read.
+    pub readers: Vec<Vec<(usize, usize)>>,
 }
 
 /// A visitor of [`Walker::around`]: it gets a chain's first and last steps and a way to
@@ -353,6 +356,14 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId], opset: i64) -> Option<Chain> {
         reads.push(node_reads);
     }
     let (&last, extra) = escaping.split_last()?;
+    let mut readers = vec![Vec::new(); nodes.len()];
+    for (k, node_reads) in reads.iter().enumerate() {
+        for (i, read) in node_reads.iter().enumerate() {
+            if let Read::Inside(j) = *read {
+                readers[j].push((k, i));
+            }
+        }
+    }
     Some(Chain {
         nodes: nodes.to_vec(),
         rules,
@@ -362,6 +373,7 @@ pub fn chain_of(graph: &Graph, nodes: &[NodeId], opset: i64) -> Option<Chain> {
         last,
         output: graph.nodes[nodes[last]].outputs[0]?,
         extra: extra.to_vec(),
+        readers,
     })
 }
 

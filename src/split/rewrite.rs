@@ -136,7 +136,7 @@ pub fn rewrite(
         .collect();
     if tiling.streamed {
         for k in (0..chain.nodes.len()).filter(|&k| !recomputed[k]) {
-            if chain.reads.iter().flatten().any(|r| *r == Read::Inside(k)) {
+            if !chain.readers[k].is_empty() {
                 let name = graph.values[chain.value_of(graph, k)].name.clone();
                 bands.insert(name, Bands::along_rows(chain.grids[k]));
             }

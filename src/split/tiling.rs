@@ -314,10 +314,9 @@ impl Strips<'_> {
             // its integer input (which stream).
             for k in (0..n).rev().filter(|&k| recomputed[k]) {
                 let [h, _] = chain.grids[k];
-                let rows = (0..n)
-                    .flat_map(|r| (0..chain.reads[r].len()).map(move |i| (r, i)))
-                    .filter(|&(r, i)| chain.reads[r][i] == Read::Inside(k))
-                    .filter_map(|(r, i)| need(&chain.rules[r], &chain.reads[r][i], computed[r]))
+                let rows = chain.readers[k]
+                    .iter()
+                    .filter_map(|&(r, i)| need(&chain.rules[r], &chain.reads[r][i], computed[r]))
                     .map(|region| region[0].clip(h))
                     .reduce(Span::hull)?;
                 computed[k][0] = rows;
@@ -507,10 +506,9 @@ fn need(rule: &Rule, read: &Read, region: Region) -> Option<Region> {
 /// when no chain node reads it.
 pub fn first_row_read(chain: &Chain, tile: TileRef, j: usize) -> Option<i64> {
     let [h, _] = chain.grids[j];
-    (0..chain.nodes.len())
-        .flat_map(|k| (0..chain.reads[k].len()).map(move |i| (k, i)))
-        .filter(|&(k, i)| chain.reads[k][i] == Read::Inside(j))
-        .filter_map(|(k, i)| tile.read(k, i).map(|need| need[0].clip(h).start))
+    chain.readers[j]
+        .iter()
+        .filter_map(|&(k, i)| tile.read(k, i).map(|need| need[0].clip(h).start))
         .min()
 }
 
