@@ -390,11 +390,7 @@ fn a_chain_crosses_a_qdq_channel_shuffle_of_rank_5_tensors() {
     assert_eq!(graph.values[chain.output].name, "y");
     // Chain nodes: 0 Q, 1–3 the first unit, then DQ, Reshape, Q (4–6), DQ, Transpose, Q (7–9),
     // DQ, Reshape, Q (10–12), and the last unit (13–15).
-    let ops: Vec<&str> = chain
-        .nodes
-        .iter()
-        .map(|&n| graph.nodes[n].op_type.as_str())
-        .collect();
+    let ops = common::op_types(graph, &chain.nodes);
     assert_eq!(
         &ops[4..7],
         ["DequantizeLinear", "Reshape", "QuantizeLinear"]

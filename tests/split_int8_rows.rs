@@ -84,11 +84,7 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
     let chain =
         row_chain(graph, &order, [0, order.len() - 1], 1, rules, &|_| true).expect("a row chain");
-    let ops: Vec<&str> = chain
-        .nodes
-        .iter()
-        .map(|&n| graph.nodes[n].op_type.as_str())
-        .collect();
+    let ops = common::op_types(graph, &chain.nodes);
     assert_eq!(
         ops,
         [

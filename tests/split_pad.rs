@@ -185,10 +185,7 @@ fn pads_computed_from_a_shape_stay_outside_the_chain() {
         .copied()
         .filter(|&n| !onnx_memplan::split::chain::is_constant(graph, n))
         .collect();
-    let ops: Vec<&str> = data
-        .iter()
-        .map(|&n| graph.nodes[n].op_type.as_str())
-        .collect();
+    let ops = common::op_types(graph, &data);
     assert_eq!(ops, ["Pad", "Conv", "Relu", "Pad", "Conv"]);
     let chain = chain_of(graph, &data, 17).expect("the five nodes form a chain");
     assert_eq!(graph.values[chain.output].name, "y");

@@ -568,11 +568,7 @@ fn onnxruntime_fused_attention_in_four_query_row_blocks() {
     let (proto, typed, chain) = last_output_chain(&original);
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let ops: Vec<&str> = chain
-        .nodes
-        .iter()
-        .map(|&n| graph.nodes[n].op_type.as_str())
-        .collect();
+    let ops = common::op_types(graph, &chain.nodes);
     assert_eq!(
         ops,
         [

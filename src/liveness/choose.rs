@@ -274,31 +274,7 @@ mod tests {
     /// = 2176 B; without it, x 1024 + a 64 + t 1024 = 2112 B. The chooser must drop the alias.
     #[test]
     fn drops_a_concat_alias_that_raises_the_peak() {
-        let info = |n: &str| ValueInfoProto {
-            name: Some(n.into()),
-            ..Default::default()
-        };
-        let mut g = Graph::from_proto(&GraphProto {
-            node: vec![
-                node("Relu", &["x"], &["a"]),
-                node("Exp", &["x"], &["t"]),
-                node("Sigmoid", &["t"], &["u"]),
-                node("Relu", &["u"], &["z"]),
-                node("Concat", &["a", "z"], &["y"]),
-            ],
-            input: vec![info("x")],
-            output: vec![info("y")],
-            ..Default::default()
-        })
-        .unwrap();
-        for v in &mut g.values {
-            let width = match v.name.as_str() {
-                "x" | "t" | "u" => 256,
-                "y" => 32,
-                _ => 16,
-            };
-            v.ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, width])));
-        }
+        let g = float_rows(block_f().to_vec(), &["y"], |n| width_in_f(n).unwrap_or(16));
         let order = [0, 1, 2, 3, 4];
         let options = LivenessOptions {
             alignment: 1,
@@ -318,15 +294,54 @@ mod tests {
         );
     }
 
-    /// The graph of [`drops_a_concat_alias_that_raises_the_peak`] after `fillers` small blocks
-    /// (p → Relu → a_i [1×4], p → Sigmoid → b_i [1×4], Concat → c_i [1×8], the next p), and
-    /// before a block G whose alias must stay: y → Relu → g_a [1×200], y → Sigmoid → g_b
-    /// [1×200], Concat → g [1×400], a graph output. Every value's type is set by hand.
-    fn behind_fillers(fillers: usize) -> Graph {
+    /// The block F of [`drops_a_concat_alias_that_raises_the_peak`]: a = Relu(x), t = Exp(x),
+    /// u = Sigmoid(t), z = Relu(u), y = Concat(a, z).
+    fn block_f() -> [NodeProto; 5] {
+        [
+            node("Relu", &["x"], &["a"]),
+            node("Exp", &["x"], &["t"]),
+            node("Sigmoid", &["t"], &["u"]),
+            node("Relu", &["u"], &["z"]),
+            node("Concat", &["a", "z"], &["y"]),
+        ]
+    }
+
+    /// The widths of F's values ([1 × width] floats): x, t and u 256, y 32, a and z 16.
+    fn width_in_f(name: &str) -> Option<i64> {
+        match name {
+            "x" | "t" | "u" => Some(256),
+            "y" => Some(32),
+            "a" | "z" => Some(16),
+            _ => None,
+        }
+    }
+
+    /// The graph of `nodes` reading x and writing `outputs`, every value typed by hand as a
+    /// float [1 × `width` of its name].
+    fn float_rows(nodes: Vec<NodeProto>, outputs: &[&str], width: impl Fn(&str) -> i64) -> Graph {
         let info = |n: &str| ValueInfoProto {
             name: Some(n.into()),
             ..Default::default()
         };
+        let mut g = Graph::from_proto(&GraphProto {
+            node: nodes,
+            input: vec![info("x")],
+            output: outputs.iter().map(|&n| info(n)).collect(),
+            ..Default::default()
+        })
+        .unwrap();
+        for v in &mut g.values {
+            let shape = known_shape(&[1, width(&v.name)]);
+            v.ty = Some(ValueType::tensor(DType::Float, shape));
+        }
+        g
+    }
+
+    /// The graph of [`drops_a_concat_alias_that_raises_the_peak`] after `fillers` small blocks
+    /// (p → Relu → a_i [1×4], p → Sigmoid → b_i [1×4], Concat → c_i [1×8], the next p), and
+    /// before a block G whose alias must stay: y → Relu → g_a [1×200], y → Sigmoid → g_b
+    /// [1×200], Concat → g [1×400], a graph output.
+    fn behind_fillers(fillers: usize) -> Graph {
         let mut nodes = Vec::new();
         let mut p = "x".to_string();
         for i in 0..fillers {
@@ -336,36 +351,20 @@ mod tests {
             nodes.push(node("Concat", &[&a, &b], &[&c]));
             p = c;
         }
+        nodes.extend(block_f());
         nodes.extend([
-            node("Relu", &["x"], &["a"]),
-            node("Exp", &["x"], &["t"]),
-            node("Sigmoid", &["t"], &["u"]),
-            node("Relu", &["u"], &["z"]),
-            node("Concat", &["a", "z"], &["y"]),
             node("Relu", &["y"], &["g_a"]),
             node("Sigmoid", &["y"], &["g_b"]),
             node("Concat", &["g_a", "g_b"], &["g"]),
         ]);
-        let mut g = Graph::from_proto(&GraphProto {
-            node: nodes,
-            input: vec![info("x")],
-            output: vec![info("y"), info("g")],
-            ..Default::default()
-        })
-        .unwrap();
-        for v in &mut g.values {
-            let width = match v.name.as_str() {
-                "x" | "t" | "u" => 256,
-                "y" => 32,
-                "a" | "z" => 16,
+        float_rows(nodes, &["y", "g"], |n| {
+            width_in_f(n).unwrap_or(match n {
                 "g_a" | "g_b" => 200,
                 "g" => 400,
                 n if n.starts_with('c') => 8,
                 _ => 4,
-            };
-            v.ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, width])));
-        }
-        g
+            })
+        })
     }
 
     /// An output's flips begin where a trial's do, so its bound is never above the trial's.

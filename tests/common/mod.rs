@@ -561,3 +561,11 @@ pub fn step_of(model: &Path, table: &onnx_memplan::emit::Table, node: &str) -> u
     let id = graph.nodes.iter().position(|n| n.name == node).unwrap();
     table.schedule.iter().position(|&s| s == id).unwrap()
 }
+
+/// The operators of `nodes` of `graph`, in order (a chain's nodes, say).
+pub fn op_types<'g>(graph: &'g onnx_memplan::ir::Graph, nodes: &[usize]) -> Vec<&'g str> {
+    nodes
+        .iter()
+        .map(|&n| graph.nodes[n].op_type.as_str())
+        .collect()
+}
