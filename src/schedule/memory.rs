@@ -6,11 +6,13 @@
 //! greedy list schedule that runs the ready node with the smallest net allocation; the same with
 //! sinking; and the frontier search of [`super::frontier`], a dynamic program over sets of
 //! executed nodes that is exact while the sets stay few and a beam search beyond, with and
-//! without sinking.
+//! without sinking. The greedy and frontier searches run over [`Steps`] (a QDQ node unit is
+//! one step, its float tensors costing nothing).
 
 use std::collections::HashMap;
 
 use super::frontier::{FrontierLimits, frontier_order};
+use super::steps::Steps;
 use super::topological_order;
 use crate::ir::{Graph, NodeId, ValueId, ValueKind};
 
@@ -55,12 +57,13 @@ pub fn memory_order(
     frontier: FrontierLimits,
 ) -> anyhow::Result<(Scheduled, Vec<Scheduled>)> {
     let costs = Costs::new(graph);
+    let steps = Steps::new(graph);
     let mut candidates: Vec<(&'static str, Vec<NodeId>)> = vec![("stored", stored.to_vec())];
     candidates.push(("stored+sink", sink_constants(graph, &costs, stored)));
-    let greedy = greedy_order(graph, &costs);
+    let greedy = greedy_order(graph, &costs, &steps);
     candidates.push(("greedy+sink", sink_constants(graph, &costs, &greedy)));
     candidates.push(("greedy", greedy));
-    let frontier = frontier_order(graph, &|v| costs.bytes[v], frontier);
+    let frontier = frontier_order(graph, &steps, &|v| costs.bytes[v], frontier);
     let method = if frontier.exact {
         "exact-dp"
     } else {
@@ -95,19 +98,19 @@ pub fn memory_order(
     Ok((best, results))
 }
 
-/// Per-value byte costs and per-node read/write lists for the memory model (no sharing):
-/// constants cost nothing, everything else its exact bytes.
+/// Per-value byte costs and per-node read lists for the memory model (no sharing):
+/// constants and the float tensors inside QDQ units cost nothing, everything else its exact
+/// bytes.
 struct Costs {
     bytes: Vec<u64>,
     reads: Vec<Vec<ValueId>>,
-    writes: Vec<Vec<ValueId>>,
     /// Nodes whose result depends only on constants.
     constant_subgraph: Vec<bool>,
 }
 
 impl Costs {
     fn new(graph: &Graph) -> Costs {
-        let bytes = graph
+        let mut bytes: Vec<u64> = graph
             .values
             .iter()
             .enumerate()
@@ -119,6 +122,9 @@ impl Costs {
                 }
             })
             .collect();
+        for &v in graph.units.iter().flat_map(|u| &u.internal) {
+            bytes[v] = 0;
+        }
         let reads: Vec<Vec<ValueId>> = graph
             .nodes
             .iter()
@@ -129,11 +135,6 @@ impl Costs {
                 r.dedup();
                 r
             })
-            .collect();
-        let writes = graph
-            .nodes
-            .iter()
-            .map(|n| n.outputs.iter().flatten().copied().collect())
             .collect();
         let mut constant_subgraph = vec![false; graph.nodes.len()];
         if let Ok(order) = topological_order(graph) {
@@ -157,7 +158,6 @@ impl Costs {
         Costs {
             bytes,
             reads,
-            writes,
             constant_subgraph,
         }
     }
@@ -206,43 +206,43 @@ fn sink_constants(graph: &Graph, costs: &Costs, order: &[NodeId]) -> Vec<NodeId>
     out
 }
 
-/// Greedy list scheduling: among ready nodes, run the one whose outputs minus the inputs it
-/// frees is smallest (ties: stored order).
-fn greedy_order(graph: &Graph, costs: &Costs) -> Vec<NodeId> {
-    let n = graph.nodes.len();
-    let mut remaining: Vec<usize> = graph.values.iter().map(|v| v.consumers.len()).collect();
+/// Greedy list scheduling over `steps`: among ready steps, run the one whose outputs minus
+/// the inputs it frees is smallest (ties: the lower step); the order is given node by node.
+fn greedy_order(graph: &Graph, costs: &Costs, steps: &Steps) -> Vec<NodeId> {
+    let n = steps.nodes.len();
+    let mut remaining: Vec<usize> = steps.readers.iter().map(Vec::len).collect();
     let mut pending: Vec<usize> = (0..n)
-        .map(|id| {
-            costs.reads[id]
+        .map(|s| {
+            steps.reads[s]
                 .iter()
                 .filter(|&&v| graph.values[v].producer.is_some())
                 .count()
         })
         .collect();
-    let mut ready: Vec<NodeId> = (0..n).filter(|&id| pending[id] == 0).collect();
+    let mut ready: Vec<usize> = (0..n).filter(|&s| pending[s] == 0).collect();
     let mut order = Vec::with_capacity(n);
     while !ready.is_empty() {
-        let net = |id: NodeId| -> i128 {
-            let alloc: u64 = costs.writes[id].iter().map(|&v| costs.bytes[v]).sum();
-            let freed: u64 = costs.reads[id]
+        let net = |s: usize| -> i128 {
+            let alloc: u64 = steps.writes[s].iter().map(|&v| costs.bytes[v]).sum();
+            let freed: u64 = steps.reads[s]
                 .iter()
                 .filter(|&&v| remaining[v] == 1 && !graph.values[v].is_output)
                 .map(|&v| costs.bytes[v])
                 .sum();
             i128::from(alloc) - i128::from(freed)
         };
-        let (k, &id) = ready
+        let (k, &s) = ready
             .iter()
             .enumerate()
-            .min_by_key(|&(_, &id)| (net(id), id))
+            .min_by_key(|&(_, &s)| (net(s), s))
             .expect("ready is not empty");
         ready.swap_remove(k);
-        order.push(id);
-        for &v in &costs.reads[id] {
+        order.push(s);
+        for &v in &steps.reads[s] {
             remaining[v] = remaining[v].saturating_sub(1);
         }
-        for &v in &costs.writes[id] {
-            for &c in &graph.values[v].consumers {
+        for &v in &steps.writes[s] {
+            for &c in &steps.readers[v] {
                 pending[c] -= 1;
                 if pending[c] == 0 {
                     ready.push(c);
@@ -250,5 +250,31 @@ fn greedy_order(graph: &Graph, costs: &Costs) -> Vec<NodeId> {
             }
         }
     }
-    order
+    steps.expand(&order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::test_nodes::unit_beside_a_node;
+
+    /// Worked by hand on [`unit_beside_a_node`], the unit's float tensors costing nothing.
+    /// Node by node, the greedy runs the DequantizeLinear and the Relu (nothing allocated),
+    /// then B (it frees x: net 0) before the QuantizeLinear (net +100), splitting the unit.
+    /// As steps, the unit (net +100: x is still read by B) and B (net +100) tie, the unit
+    /// goes first as the lower step, then B (it frees x: net 0) and Add.
+    #[test]
+    fn the_greedy_runs_a_unit_as_one_step() {
+        let (graph, planned) = unit_beside_a_node();
+        let internal = graph.units[0].internal.clone();
+        let costs = Costs {
+            bytes: (0..graph.values.len())
+                .map(|v| if internal.contains(&v) { 0 } else { planned(v) })
+                .collect(),
+            reads: Vec::new(),
+            constant_subgraph: vec![false; graph.nodes.len()],
+        };
+        let steps = Steps::new(&graph);
+        assert_eq!(greedy_order(&graph, &costs, &steps), vec![0, 1, 2, 3, 4]);
+    }
 }

@@ -1,11 +1,13 @@
 //! Execution order: the stored node order when it is topological, else a stable topological sort;
-//! memory-aware candidate orders; an order's work moved just in time; QDQ units kept together.
+//! memory-aware candidate orders over steps (a QDQ unit is one); an order's work moved just in
+//! time; QDQ units kept together.
 
 mod frontier;
 mod just_in_time;
 mod memory;
 #[cfg(test)]
 mod test_nodes;
+mod steps;
 mod topo;
 mod units;
 
