@@ -17,27 +17,24 @@ pub fn keep_units_together(graph: &Graph, order: &[NodeId]) -> Result<Vec<NodeId
         return Ok(order.to_vec());
     }
     let n = graph.nodes.len();
-    // The contracted node of each node: its unit's operator, or itself.
+    // The contracted node of each node: its unit's operator, or itself; and each unit's
+    // members by its operator.
     let mut key: Vec<NodeId> = (0..n).collect();
-    let mut members: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+    let mut members: Vec<&[NodeId]> = vec![&[]; n];
     for u in &graph.units {
         for &m in &u.nodes {
             key[m] = u.op;
         }
-        members[u.op] = u.nodes.clone();
+        members[u.op] = &u.nodes;
     }
     let mut position = vec![usize::MAX; n];
     for (p, &node) in order.iter().enumerate() {
         position[node] = p;
     }
-    let reads = |node: NodeId| -> Vec<crate::ir::ValueId> {
+    // Every read of a node, repeats included (a node reading a value twice waits twice).
+    let reads = |node: NodeId| {
         let node = &graph.nodes[node];
-        node.inputs
-            .iter()
-            .flatten()
-            .chain(&node.captures)
-            .copied()
-            .collect()
+        node.inputs.iter().flatten().chain(&node.captures).copied()
     };
     let mut waiting = vec![0usize; n];
     for node in 0..n {
@@ -56,23 +53,19 @@ pub fn keep_units_together(graph: &Graph, order: &[NodeId]) -> Result<Vec<NodeId
     let mut result = Vec::with_capacity(n);
     while let Some(Reverse((_, k))) = ready.pop() {
         let nodes = match members[k].is_empty() {
-            true => vec![k],
-            false => members[k].clone(),
+            true => std::slice::from_ref(&key[k]),
+            false => members[k],
         };
-        for &node in &nodes {
-            result.push(node);
-        }
-        for &node in &nodes {
+        result.extend_from_slice(nodes);
+        for &node in nodes {
             for &out in graph.nodes[node].outputs.iter().flatten() {
-                let mut consumers = graph.values[out].consumers.clone();
-                consumers.sort_unstable();
-                consumers.dedup();
-                for c in consumers {
+                // Each reading node is listed once.
+                for &c in &graph.values[out].consumers {
                     if key[c] == k {
                         continue;
                     }
                     // One decrement per read of the value by the consumer.
-                    let times = reads(c).iter().filter(|&&v| v == out).count();
+                    let times = reads(c).filter(|&v| v == out).count();
                     waiting[key[c]] -= times;
                     if waiting[key[c]] == 0 {
                         ready.push(Reverse((position[key[c]], key[c])));
