@@ -146,6 +146,10 @@ pub(super) struct Solver<'a> {
     witness: Vec<u32>,
     covered: Vec<u32>,
     failed: HashSet<u64>,
+    /// Per buffer, its terms of [`Solver::key`] when not passed and when passed over.
+    buffer_salt: Vec<[u64; 2]>,
+    /// Per section, its salt in [`Solver::key`].
+    section_salt: Vec<u64>,
 }
 
 impl<'a> Solver<'a> {
@@ -189,6 +193,10 @@ impl<'a> Solver<'a> {
                 .collect(),
             covered: vec![0; inst.sections],
             failed: HashSet::new(),
+            buffer_salt: (0..n as u64)
+                .map(|b| [0, 1].map(|passed| mix(2 * b + passed + 0x5151)))
+                .collect(),
+            section_salt: (0..inst.sections as u64).map(|s| mix(s + 1)).collect(),
         }
     }
 
@@ -687,13 +695,13 @@ impl<'a> Solver<'a> {
         for &b in unplaced {
             let bu = b as usize;
             let passed = self.floor[bu] == at.level && !self.is_candidate[bu];
-            key ^= mix(2 * u64::from(b) + u64::from(passed) + 0x5151);
+            key ^= self.buffer_salt[bu][usize::from(passed)];
         }
         for s in part.lo..part.hi {
             if self.remaining[s] > 0 {
                 let floor = self.section_floor[s];
                 let floor = if floor < at.level { u64::MAX } else { floor };
-                key = key.wrapping_add(mix(floor ^ mix(s as u64 + 1)));
+                key = key.wrapping_add(mix(floor ^ self.section_salt[s]));
             }
         }
         key
