@@ -110,6 +110,18 @@ impl Model {
         let mut writes = Vec::with_capacity(count);
         let mut inplace = Vec::with_capacity(count);
         let mut succs = vec![Vec::new(); count];
+        // Bytes of the new buffers a node writes (none for an alias).
+        let written = |id: NodeId| -> u64 {
+            match alias_node[id] {
+                true => 0,
+                false => graph.nodes[id]
+                    .outputs
+                    .iter()
+                    .flatten()
+                    .map(|&v| bytes_of(v))
+                    .sum(),
+            }
+        };
         for (s, members) in steps.nodes.iter().enumerate() {
             let mut r: Vec<usize> = steps.reads[s].iter().filter_map(|&v| buffer_of[v]).collect();
             r.sort_unstable();
@@ -117,17 +129,6 @@ impl Model {
             for &q in &steps.preds[s] {
                 succs[q].push(s);
             }
-            let written = |id: NodeId| -> u64 {
-                match alias_node[id] {
-                    true => 0,
-                    false => graph.nodes[id]
-                        .outputs
-                        .iter()
-                        .flatten()
-                        .map(|&v| bytes_of(v))
-                        .sum(),
-                }
-            };
             writes.push(members.iter().map(|&id| written(id)).sum());
             let mut over: Vec<usize> = Vec::new();
             for &id in members {
@@ -429,6 +430,13 @@ mod tests {
     use crate::onnx::proto::GraphProto;
     use crate::schedule::test_nodes::{info, node, unit_beside_a_node};
 
+    /// Room for every state of the small graphs below: the search stays exact.
+    const ROOMY: FrontierLimits = FrontierLimits {
+        width: 64,
+        min_width: 64,
+        moves: 1000,
+    };
+
     /// Live bytes after running `order` (every node once) from the start state.
     fn live_after(model: &Model, order: &[NodeId], start_live: u64) -> u64 {
         let mut state = State {
@@ -495,12 +503,7 @@ mod tests {
             "r" => 50,
             _ => 1,
         };
-        let limits = FrontierLimits {
-            width: 64,
-            min_width: 64,
-            moves: 1000,
-        };
-        let found = frontier_order(&graph, &Steps::new(&graph), &bytes, limits);
+        let found = frontier_order(&graph, &Steps::new(&graph), &bytes, ROOMY);
         assert!(found.exact);
         let at = |op: &str| {
             let id = graph.nodes.iter().position(|n| n.op_type == op).unwrap();
@@ -522,23 +525,15 @@ mod tests {
         assert!(!frontier_order(&graph, &Steps::new(&graph), &bytes, narrow).exact);
     }
 
-    /// Worked by hand on [`unit_beside_a_node`], the unit's float tensors costing nothing
-    /// (as the order search's costs give them). Node by node, B run between the unit's Relu
+    /// Worked by hand on [`unit_beside_a_node`]. Node by node, B run between the unit's Relu
     /// and its QuantizeLinear frees x before u is written: a peak of 200 bytes that no
     /// runtime reaches, as the unit's kernel reads x while it writes u. As one step, the unit
     /// holds x and u at once whichever of it and B runs first (300 bytes), and the order
     /// keeps its nodes together.
     #[test]
     fn a_unit_runs_as_one_step() {
-        let (graph, planned) = unit_beside_a_node();
-        let internal = graph.units[0].internal.clone();
-        let bytes = |v: ValueId| if internal.contains(&v) { 0 } else { planned(v) };
-        let limits = FrontierLimits {
-            width: 64,
-            min_width: 64,
-            moves: 1000,
-        };
-        let found = frontier_order(&graph, &Steps::new(&graph), &bytes, limits);
+        let (graph, bytes) = unit_beside_a_node();
+        let found = frontier_order(&graph, &Steps::new(&graph), &bytes, ROOMY);
         assert!(found.exact);
         let unit = found.order.iter().position(|&n| n == 0).unwrap();
         assert_eq!(found.order[unit..unit + 3], [0, 1, 2], "{:?}", found.order);

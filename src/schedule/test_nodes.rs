@@ -24,8 +24,8 @@ pub fn info(name: &str) -> ValueInfoProto {
 
 /// Graph input x (int8) read by a QDQ unit (DequantizeLinear, Relu, QuantizeLinear: nodes
 /// 0–2, making u) and by a node B outside it (node 3, making b); Add (node 4) joins u and b
-/// into y. The unit's float tensors are xf and uf. Bytes: x, u and b 100 each, y 1, the
-/// float tensors 400 each (what they would take if they were planned).
+/// into y. The unit's float tensors are xf and uf. Bytes, as the order searches price them:
+/// x, u and b 100 each, y 1, the unit's float tensors nothing.
 pub fn unit_beside_a_node() -> (crate::ir::Graph, impl Fn(crate::ir::ValueId) -> u64) {
     use crate::ir::{Graph, NodeUnit};
     use crate::onnx::proto::GraphProto;
@@ -52,7 +52,7 @@ pub fn unit_beside_a_node() -> (crate::ir::Graph, impl Fn(crate::ir::ValueId) ->
     }];
     let names: Vec<String> = graph.values.iter().map(|v| v.name.clone()).collect();
     let bytes = move |v: crate::ir::ValueId| match names[v].as_str() {
-        "xf" | "uf" => 400,
+        "xf" | "uf" => 0,
         "y" => 1,
         _ => 100,
     };
