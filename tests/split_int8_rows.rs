@@ -26,7 +26,7 @@ use common::{float_info, float_init, model, node, with_int, write_model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto, ValueInfoProto, type_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::{Recompute, row_chain};
+use onnx_memplan::split::rows::chain::{Recompute, RowOrder, row_chain};
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 
@@ -82,8 +82,15 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
-    let chain =
-        row_chain(graph, &order, [0, order.len() - 1], 1, rules, &|_| true).expect("a row chain");
+    let chain = row_chain(
+        graph,
+        &RowOrder::new(&order),
+        [0, order.len() - 1],
+        1,
+        rules,
+        &|_| true,
+    )
+    .expect("a row chain");
     let ops = common::op_types(graph, &chain.nodes);
     assert_eq!(
         ops,
@@ -195,7 +202,8 @@ fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
-    let chain = row_chain(graph, &order, [0, 1], 1, rules, &|_| true).expect("a row chain");
+    let chain =
+        row_chain(graph, &RowOrder::new(&order), [0, 1], 1, rules, &|_| true).expect("a row chain");
     assert_eq!(chain.nodes, [0, 1]);
     let blocks = Span::parts(16, 4);
     let cut = RowCut {
@@ -471,7 +479,8 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
-    let chain = row_chain(graph, &order, [0, 3], 0, rules, &|_| true).expect("a row chain");
+    let chain =
+        row_chain(graph, &RowOrder::new(&order), [0, 3], 0, rules, &|_| true).expect("a row chain");
     assert_eq!(chain.nodes, [0, 1, 2, 3]);
     assert_eq!(chain.rows, 16);
     let blocks = Span::parts(16, 4);
@@ -517,7 +526,14 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
     let path = dir.path().join("per_row.onnx");
     write_model(&per_row, &path);
     let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
-    let chain = row_chain(&typed.graph, &order, [0, 3], 0, rules, &|_| true);
+    let chain = row_chain(
+        &typed.graph,
+        &RowOrder::new(&order),
+        [0, 3],
+        0,
+        rules,
+        &|_| true,
+    );
     assert!(
         chain.as_ref().is_none_or(|c| !c.nodes.contains(&1)),
         "{chain:?}"

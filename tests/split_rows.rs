@@ -24,7 +24,7 @@ use onnx_memplan::ir::{Graph, Model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::{Recompute, RowChain, row_chain};
+use onnx_memplan::split::rows::chain::{Recompute, RowChain, RowOrder, row_chain};
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 use onnx_memplan::split::rows::sink::sunk;
@@ -112,7 +112,7 @@ fn last_output_chain_by(path: &Path, set: RuleSet, axis: usize) -> (ModelProto, 
     let end = order.len() - 1;
     let chain = row_chain(
         &typed.graph,
-        &order,
+        &RowOrder::new(&order),
         [0, end],
         axis,
         (17, set, Recompute::Cheap),
@@ -275,7 +275,7 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     let end = graph.value("y").unwrap().producer.unwrap();
     let chain = row_chain(
         graph,
-        &order,
+        &RowOrder::new(&order),
         [0, end],
         1,
         (17, RuleSet::Plain, Recompute::Cheap),
@@ -361,7 +361,7 @@ fn a_pre_norm_layer_norm_is_recomputed_per_block_under_the_wider_policy() {
     let chain_with = |recompute| {
         row_chain(
             graph,
-            &order,
+            &RowOrder::new(&order),
             [0, end],
             1,
             (17, RuleSet::Plain, recompute),
@@ -427,7 +427,7 @@ fn blocks_write_their_output_over_the_rows_of_their_input() {
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let end = graph.value("y").unwrap().producer.unwrap();
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
-    let chain = row_chain(graph, &order, [0, end], 1, rules, &|_| true).unwrap();
+    let chain = row_chain(graph, &RowOrder::new(&order), [0, end], 1, rules, &|_| true).unwrap();
     assert_eq!(chain.nodes.len(), 13);
     let blocks = Span::parts(16, 4);
     let cut = RowCut {
@@ -774,7 +774,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
         .map(|out| {
             row_chain(
                 graph,
-                &order,
+                &RowOrder::new(&order),
                 [0, making(out)],
                 1,
                 (17, RuleSet::Plain, Recompute::Cheap),
@@ -938,7 +938,7 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let chain = row_chain(
         graph,
-        &order,
+        &RowOrder::new(&order),
         [0, 1],
         1,
         (17, RuleSet::Plain, Recompute::Cheap),
@@ -1144,7 +1144,7 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
     let ctx = made_at("ctx");
     let heads = row_chain(
         graph,
-        &order,
+        &RowOrder::new(&order),
         [0, ctx],
         1,
         (17, RuleSet::Extended, Recompute::Cheap),
@@ -1234,7 +1234,7 @@ fn window_attention_blocked_by_windows_through_gathers_and_merges() {
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let plain = row_chain(
         graph,
-        &order,
+        &RowOrder::new(&order),
         [0, 15],
         0,
         (17, RuleSet::Plain, Recompute::Cheap),

@@ -13,6 +13,8 @@
 //! inputs instead of the large output, and the original node stays for its other readers
 //! (until a later split takes them too).
 
+use std::collections::BinaryHeap;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::rules::{Fixup, RowRead, RowRule, RuleSet, row_rule};
@@ -59,20 +61,45 @@ pub enum Recompute {
     Normalizations,
 }
 
+/// A plan's execution order with the step of each node, so [`row_chain`] visits only the
+/// steps making a tensor its chain wants rather than every step before its last.
+pub struct RowOrder<'a> {
+    /// The nodes in execution order.
+    pub nodes: &'a [NodeId],
+    /// Each node's step (`usize::MAX` for nodes not in the order).
+    step_of: Vec<usize>,
+}
+
+impl<'a> RowOrder<'a> {
+    /// The order `nodes`, with each node's step.
+    pub fn new(nodes: &'a [NodeId]) -> RowOrder<'a> {
+        let mut step_of = vec![usize::MAX; nodes.iter().max().map_or(0, |&n| n + 1)];
+        for (s, &n) in nodes.iter().enumerate() {
+            step_of[n] = s;
+        }
+        RowOrder { nodes, step_of }
+    }
+
+    /// The step of `node`, if it is in the order.
+    pub fn step(&self, node: NodeId) -> Option<usize> {
+        self.step_of.get(node).copied().filter(|&s| s != usize::MAX)
+    }
+}
+
 /// The row chain making the output of the node at step `end` of `order`, cut along `axis` of
 /// that output, from nodes at steps `≥ start`, by the row table's `rules` (the default
 /// domain's opset, the rule set, and which producers it may recompute); `allowed` says which
 /// nodes may be split. `None` unless it has at least two nodes.
 pub fn row_chain(
     graph: &Graph,
-    order: &[NodeId],
+    order: &RowOrder,
     [start, end]: [usize; 2],
     axis: usize,
     (opset, set, recompute): (i64, RuleSet, Recompute),
     allowed: &dyn Fn(NodeId) -> bool,
 ) -> Option<RowChain> {
     let rules = (opset, set);
-    let seed = order[end];
+    let seed = order.nodes[end];
     let output = graph.nodes[seed].outputs.first().copied().flatten()?;
     if crate::split::rules::shape_of(graph, output)?
         .get(axis)
@@ -94,8 +121,20 @@ pub fn row_chain(
         .copied()
         .collect();
     let mut folded = Vec::new();
-    for step in (start..=end).rev() {
-        let id = order[step];
+    // The steps to visit, latest first: the chain's last, then those making a tensor the
+    // chain wants (a step making none would be passed over). Every reader of a tensor runs
+    // after its maker, so its entry in `wanted` is final when its maker's step is visited.
+    let mut visit = BinaryHeap::from([end]);
+    let mut visited = usize::MAX;
+    while let Some(step) = visit.pop() {
+        if step < start {
+            break;
+        }
+        if step == visited {
+            continue;
+        }
+        visited = step;
+        let id = order.nodes[step];
         let node = &graph.nodes[id];
         if !allowed(id) {
             continue;
@@ -149,6 +188,10 @@ pub fn row_chain(
                 RowRead::Rows(a) => Some(a),
                 _ => None,
             };
+            let maker = graph.values[v].producer.and_then(|p| order.step(p));
+            if let Some(s) = maker.filter(|&s| s < step && want.is_some()) {
+                visit.push(s);
+            }
             wanted
                 .entry(v)
                 .and_modify(|w| {
@@ -182,11 +225,8 @@ pub fn row_chain(
         }
     }
     folded.sort_unstable();
-    let nodes: Vec<NodeId> = order[start..=end]
-        .iter()
-        .copied()
-        .filter(|n| members.contains_key(n))
-        .collect();
+    let mut nodes: Vec<NodeId> = members.keys().copied().collect();
+    nodes.sort_unstable_by_key(|&n| order.step(n));
     let (rules, axes): (Vec<RowRule>, Vec<usize>) =
         nodes.iter().map(|n| members[n].clone()).unzip();
     // The rows a block boundary may fall between: every tensor cut holds a whole number of

@@ -24,7 +24,7 @@ use super::region::Span;
 use super::{Spend, Spent};
 use crate::emit::{SplitChain, SplitNode};
 use crate::split::TrialPlan;
-use chain::{Recompute, RowChain, row_chain};
+use chain::{Recompute, RowChain, RowOrder, row_chain};
 use rules::RuleSet;
 
 /// Both rule sets: each chain is built with each, and both are candidates.
@@ -64,6 +64,7 @@ pub fn candidates(
 ) -> Result<Vec<Blocking>, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
+    let steps = RowOrder::new(order);
     let opset = planned.model.opsets.version("").unwrap_or(1);
     let mut seen: HashSet<Vec<usize>> = HashSet::new();
     let mut built: HashMap<(usize, usize, RuleSet), Option<RowChain>> = HashMap::new();
@@ -81,7 +82,7 @@ pub fn candidates(
                 // Hot steps close together reach the same ends: each chain is built once.
                 if let Entry::Vacant(slot) = built.entry((end, axis, set)) {
                     let rules = (opset, set, recompute);
-                    let chain = row_chain(graph, order, [0, end], axis, rules, allowed);
+                    let chain = row_chain(graph, &steps, [0, end], axis, rules, allowed);
                     let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
                     if !spend(visits * UNITS_PER_NODE_VISIT) {
                         return Err(Spent);
@@ -94,10 +95,7 @@ pub fn candidates(
                 if !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
                     continue;
                 }
-                let start = order
-                    .iter()
-                    .position(|&n| n == chain.nodes[0])
-                    .expect("chain nodes are scheduled");
+                let start = steps.step(chain.nodes[0]).expect("chain nodes are scheduled");
                 let tries = BLOCKS.iter().filter(|&&n| n <= chain.rows).count();
                 let work = (tries * chain.nodes.len()) as u64 * UNITS_PER_NODE_VISIT;
                 if !spend(work) {
