@@ -583,6 +583,23 @@ fn chains_begin_and_end_at_qdq_unit_boundaries() {
     );
 }
 
+/// An estimate is charged by a chain's kernels, as the walk counts them: worked by hand on the
+/// qdq_chain, the chain from Q(x) (step 6) through the three units has 10 nodes and 4 kernels
+/// (Q(x) and one per unit), so one visit costs 4 node visits; the second unit alone, 1.
+#[test]
+fn an_estimate_charges_a_qdq_unit_as_one_kernel() {
+    use onnx_memplan::split::estimate::{UNITS_PER_NODE_VISIT, visit_units};
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, typed) = typed_with_units(dir.path(), "qdq_chain", &qdq_chain());
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let whole = chain_of(graph, &order[6..], 17).expect("Q and the three units form a chain");
+    assert_eq!(whole.nodes.len(), 10);
+    assert_eq!(visit_units(graph, &whole), 4 * UNITS_PER_NODE_VISIT);
+    let second = chain_of(graph, &order[10..13], 17).expect("the second unit is a chain");
+    assert_eq!(visit_units(graph, &second), UNITS_PER_NODE_VISIT);
+}
+
 /// A unit reads its inputs until it writes its outputs, so the estimate holds both. Worked by
 /// hand on the qdq_chain's three units (steps 7–15: DQ1, Conv1, Q1, … Q3), cut into 2×2
 /// tiles: the first unit reads a slice of q0 (int8, 2 channels) and writes Q1's part

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::chain::{Chain, MAX_BUDGET_CHAIN_NODES, MAX_CHAIN_NODES, Walker};
 use super::cuts::NodeKeys;
 use super::memo::Memo;
-use super::estimate::{chain_work, step_operands, strips_work, tiles_work};
+use super::estimate::{chain_work, step_operands, strips_work, tiles_work, visit_units};
 use super::rows::chain::Recompute;
 use super::rows::rules::RuleSet;
 use super::rows::{self, Blocking};
@@ -286,8 +286,8 @@ fn rank(
             let Some((_, best)) = best else {
                 return Ok(false);
             };
-            let n = chain.nodes.len();
-            if !spend(strips_work(n, best.grid) + tiles_work(n, best.grid)) {
+            let visit = visit_units(graph, &chain);
+            if !spend(strips_work(visit, best.grid) + tiles_work(visit, best.grid)) {
                 return Err(Spent);
             }
             let tiling = super::tiling::cut_within(graph, &chain, best.grid, allowance)

@@ -17,16 +17,27 @@ use crate::ir::{Graph, NodeId, ValueId};
 /// models, ARCHITECTURE.md, "Work units").
 pub const UNITS_PER_NODE_VISIT: u64 = 3;
 
-/// The work of cutting a chain of `nodes` nodes by `grid`: its `rows + cols` strips
-/// propagated (which [`crate::split::tiling::tile_within`] does before it gives up on a grid).
-pub fn strips_work(nodes: usize, [rows, cols]: [usize; 2]) -> u64 {
-    (nodes * (rows + cols)) as u64 * UNITS_PER_NODE_VISIT
+/// The work units of visiting every kernel of `chain` once, [`UNITS_PER_NODE_VISIT`] each: a
+/// QDQ node unit is one kernel (its operator), visited with its QuantizeLinear and
+/// DequantizeLinear nodes, as [`crate::split::chain::Walker::around`] counts a chain's length.
+/// Charged a node visit each, a QDQ model's estimates took 4.8 ns a unit against its
+/// QOperator form's 7.5 (ARCHITECTURE.md, "Work units").
+pub fn visit_units(graph: &Graph, chain: &Chain) -> u64 {
+    let kernel = |n: NodeId| graph.units_of(n).iter().all(|&u| graph.units[u].op == n);
+    chain.nodes.iter().filter(|&&n| kernel(n)).count() as u64 * UNITS_PER_NODE_VISIT
 }
 
-/// The work of a tiling's `rows × cols` tiles: each built from its strips and its working set
-/// estimated.
-pub fn tiles_work(nodes: usize, [rows, cols]: [usize; 2]) -> u64 {
-    (nodes * rows * cols) as u64 * UNITS_PER_NODE_VISIT
+/// The work of cutting a chain whose one visit costs `visit` units ([`visit_units`]) by
+/// `grid`: its `rows + cols` strips propagated (which [`crate::split::tiling::tile_within`]
+/// does before it gives up on a grid).
+pub fn strips_work(visit: u64, [rows, cols]: [usize; 2]) -> u64 {
+    visit * (rows + cols) as u64
+}
+
+/// The work of a tiling's `rows × cols` tiles of a chain whose one visit costs `visit`
+/// units: each built from its strips and its working set estimated.
+pub fn tiles_work(visit: u64, [rows, cols]: [usize; 2]) -> u64 {
+    visit * (rows * cols) as u64
 }
 
 /// The work of building one chain over `steps` steps (each node's rule and reads looked up).

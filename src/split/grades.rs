@@ -143,7 +143,7 @@ mod tests {
     fn grades(grids: &'static [[usize; 2]], banded: bool) -> Arc<ChainGrades> {
         let graded = grids.iter().map(|&g| graded(g, 10)).collect();
         Arc::new(ChainGrades {
-            nodes: 2,
+            visit: 6,
             banded,
             grids,
             graded,

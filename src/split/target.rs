@@ -11,7 +11,7 @@ use super::TrialPlan;
 use super::chain::{Chain, MAX_CHAIN_NODES, Walker};
 use super::cuts::{Cuts, NodeKeys};
 use super::grades::ChainMemo;
-use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work};
+use super::estimate::{Banding, ChainEstimate, chain_work, strips_work, tiles_work, visit_units};
 use super::tiling::Strips;
 use super::{Spend, Spent};
 use crate::emit::Table;
@@ -38,8 +38,9 @@ pub type Counting<'a> = (&'a dyn Fn(NodeId) -> bool, bool);
 /// A chain's grades over a list of grids, with what charging them again needs.
 #[derive(Clone, Debug)]
 pub struct ChainGrades {
-    /// Nodes in the chain (each grid's work is charged by them).
-    pub nodes: usize,
+    /// The work units of one visit of the chain's nodes ([`visit_units`]; each grid's work is
+    /// charged by it).
+    pub visit: u64,
     /// Whether the estimates counted bands progressively (then they depend on
     /// [`Banding::progressive`]; otherwise they are those of either counting).
     pub banded: bool,
@@ -60,7 +61,7 @@ impl ChainGrades {
     /// [`grade`] charges for them.
     pub fn replay(&self, grids: &[[usize; 2]], spend: Spend) -> Result<Vec<Graded>, Spent> {
         let mut kept = self.graded.iter().peekable();
-        charge_grids(self.nodes, grids, spend, |grid| {
+        charge_grids(self.visit, grids, spend, |grid| {
             kept.next_if(|g| g.grid == grid).map(|&g| move || g)
         })
     }
@@ -70,7 +71,7 @@ impl ChainGrades {
 /// not at least as fine as one that failed is charged its strips, then `cut(grid)` gives
 /// nothing when it fails, else (once the grid is charged its tiles) a way to estimate it.
 fn charge_grids<E: FnOnce() -> Graded>(
-    nodes: usize,
+    visit: u64,
     grids: &[[usize; 2]],
     spend: Spend,
     mut cut: impl FnMut([usize; 2]) -> Option<E>,
@@ -81,14 +82,14 @@ fn charge_grids<E: FnOnce() -> Graded>(
         if failed.iter().any(|f| grid[0] >= f[0] && grid[1] >= f[1]) {
             continue;
         }
-        if !spend(strips_work(nodes, grid)) {
+        if !spend(strips_work(visit, grid)) {
             return Err(Spent);
         }
         let Some(estimate) = cut(grid) else {
             failed.push(grid);
             continue;
         };
-        if !spend(tiles_work(nodes, grid)) {
+        if !spend(tiles_work(visit, grid)) {
             return Err(Spent);
         }
         graded.push(estimate());
@@ -119,9 +120,9 @@ pub fn grade(
     };
     let estimates = ChainEstimate::new(graph, (table, live), chain, steps, &banding);
     let signature = Cuts::signature(keys, chain);
-    let nodes = chain.nodes.len();
+    let visit = visit_units(graph, chain);
     let strips = Strips::new(graph, chain);
-    let graded = charge_grids(nodes, grids, spend, |grid| {
+    let graded = charge_grids(visit, grids, spend, |grid| {
         let cost = cuts.cost((&strips, &signature), grid, allowance, &estimates)?;
         let (estimates, strips) = (&estimates, &strips);
         Some(move || {
@@ -142,7 +143,7 @@ pub fn grade(
         })
     })?;
     Ok(ChainGrades {
-        nodes,
+        visit,
         banded: estimates.reads_bands(),
         grids,
         graded,
@@ -420,8 +421,9 @@ mod tests {
             inside: 5,
             extra_macs: 3,
         };
+        let u = crate::split::estimate::UNITS_PER_NODE_VISIT;
         let grades = ChainGrades {
-            nodes: 2,
+            visit: 2 * u,
             banded: false,
             grids: &GRIDS,
             graded: vec![graded([1, 2]), graded([1, 3])],
@@ -433,7 +435,6 @@ mod tests {
         };
         let got = grades.replay(&GRIDS, &record).unwrap();
         assert_eq!(got.iter().map(|g| g.grid).collect::<Vec<_>>(), [[1, 2], [1, 3]]);
-        let u = crate::split::estimate::UNITS_PER_NODE_VISIT;
         assert_eq!(charges.take(), [6 * u, 4 * u, 6 * u, 8 * u, 6 * u]);
         // The first two grids alone: their grades and charges.
         let got = grades.replay(&GRIDS[..2], &record).unwrap();
