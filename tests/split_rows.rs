@@ -255,6 +255,52 @@ fn attention_with_run_time_mask(s: i64) -> ModelProto {
     m
 }
 
+/// A chain whose first nodes are shared (the mask of the test above, recomputed per block
+/// while the originals stay for `mask_out`) runs its blocks from its first node of its own:
+/// the candidate's first step is that node's step in the plan, not the shared Greater's
+/// (which runs earlier, where it stays), so the estimate counts the steps the blocks span.
+#[test]
+fn a_chain_with_shared_nodes_starts_at_its_first_own_node() {
+    use onnx_memplan::split::TrialPlan;
+    use onnx_memplan::split::estimate::live_bytes;
+    use onnx_memplan::split::rows::{PLAIN_RULE_SET, candidates};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, table) = common::plan_written(
+        dir.path(),
+        "masked",
+        &attention_with_run_time_mask(16),
+        &["--schedule", "stored"],
+    );
+    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    let table = common::read_table(&table);
+    let live = live_bytes(&table);
+    let hot: Vec<usize> = (0..live.len()).collect();
+    let plan = TrialPlan {
+        model: Arc::new(typed),
+        table: Arc::new(table),
+    };
+    let graph = &plan.model.graph;
+    let step = |name: &str| {
+        let node = graph.value(name).unwrap().producer.unwrap();
+        plan.table.schedule.iter().position(|&n| n == node).unwrap()
+    };
+    let found = candidates(
+        &plan,
+        (&live, &hot),
+        &|_| true,
+        (PLAIN_RULE_SET, Recompute::Cheap, &|_| true),
+    )
+    .unwrap();
+    let masked = found
+        .iter()
+        .find(|b| b.chain.shared.len() == 3)
+        .expect("the chain through the recomputed mask");
+    // Stored order: the Greater (keep3) runs first, the query projection (q0) after it.
+    assert!(step("keep3") < step("q0"));
+    assert_eq!(masked.start, step("q0"));
+}
+
 /// Worked by hand for S = 16 and 4 blocks: the mask's Where has another reader after the
 /// block (`mask_out`), so it cannot leave the graph; but it is cheap to recompute. From `keep`
 /// (1 byte an element, 256 bytes) it would cost a quarter of its 1,024 bytes; through the

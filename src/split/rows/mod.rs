@@ -47,7 +47,8 @@ pub struct Blocking {
     pub blocks: Vec<Span>,
     /// The estimated arena once blocked.
     pub estimate: u64,
-    /// The schedule step of the chain's first node.
+    /// The schedule step of the chain's first node of its own (a shared node runs earlier,
+    /// where it stays for its other readers).
     pub start: usize,
 }
 
@@ -95,7 +96,12 @@ pub fn candidates(
                 if !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
                     continue;
                 }
-                let start = steps.step(chain.nodes[0]).expect("chain nodes are scheduled");
+                // A shared node stays where it is for its other readers: the blocks run from
+                // the first node only the chain runs.
+                let first = chain.nodes.iter().find(|n| !chain.shared.contains(n));
+                let start = steps
+                    .step(*first.unwrap_or(&chain.nodes[0]))
+                    .expect("chain nodes are scheduled");
                 let tries = BLOCKS.iter().filter(|&&n| n <= chain.rows).count();
                 let work = (tries * chain.nodes.len()) as u64 * UNITS_PER_NODE_VISIT;
                 if !spend(work) {
