@@ -11,10 +11,11 @@ use super::tiling::{TileRef, Tiling, first_row_read};
 use crate::emit::Table;
 use crate::ir::{Graph, NodeId, ValueId};
 
-/// Work units charged per chain node for each strip or tile an estimate visits (a region
-/// propagated, a tile's working set summed): about 100 ns of one core, 33 ns a unit as the
-/// planners' units are (see [`crate::plan::WORK_PER_SECOND`]; 57–124 ns measured on six
-/// models, ARCHITECTURE.md, "Work units").
+/// Work units charged per chain node (per kernel for a tile estimate, see [`visit_units`])
+/// for each strip or tile an estimate visits (a region propagated, a tile's working set
+/// summed): about 100 ns of one core, 33 ns a unit as the planners' units are (see
+/// [`crate::plan::WORK_PER_SECOND`]; 57–124 ns measured on six models, ARCHITECTURE.md,
+/// "Work units").
 pub const UNITS_PER_NODE_VISIT: u64 = 3;
 
 /// The work units of visiting every kernel of `chain` once, [`UNITS_PER_NODE_VISIT`] each: a
