@@ -261,24 +261,23 @@ fn attention_with_run_time_mask(s: i64) -> ModelProto {
 /// (which runs earlier, where it stays), so the estimate counts the steps the blocks span.
 #[test]
 fn a_chain_with_shared_nodes_starts_at_its_first_own_node() {
+    use onnx_memplan::pipeline::{Options, ScheduleChoice, plan_model};
     use onnx_memplan::split::TrialPlan;
     use onnx_memplan::split::estimate::live_bytes;
     use onnx_memplan::split::rows::{PLAIN_RULE_SET, candidates};
-    use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
-    let (path, table) = common::plan_written(
-        dir.path(),
-        "masked",
-        &attention_with_run_time_mask(16),
-        &["--schedule", "stored"],
-    );
-    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
-    let table = common::read_table(&table);
-    let live = live_bytes(&table);
+    let path = dir.path().join("masked.onnx");
+    write_model(&attention_with_run_time_mask(16), &path);
+    let options = Options {
+        schedule: ScheduleChoice::Stored,
+        ..Options::default()
+    };
+    let planned = plan_model(&path, &options).unwrap();
+    let live = live_bytes(&planned.table);
     let hot: Vec<usize> = (0..live.len()).collect();
     let plan = TrialPlan {
-        model: Arc::new(typed),
-        table: Arc::new(table),
+        model: planned.model.into(),
+        table: planned.table.into(),
     };
     let graph = &plan.model.graph;
     let step = |name: &str| {
