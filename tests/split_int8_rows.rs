@@ -548,11 +548,12 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
     // output's LayerNorm (read again by the residual Add, 65,536 B) and the float attention
     // mask (1×1×128×128, 65,536 B, read by both layers) are live: 655,360 B. Split, the FFN's
     // second DynamicQuantizeLinear still reads the whole GELU output (262,144 B), while the
-    // LayerNorm output and the mask live on: no single-pass split goes below 393,216 B. Above
-    // that floor, the split must lower the arena: the blocks of the chain ending at the GELU
-    // output are written as slices of it (not in place, then copied by the Concat, which left
-    // the arena at 655,360). It verifies, and runs inside its arena bit-identical to private
-    // buffers.
+    // LayerNorm output and the mask live on: no single-pass split goes below 393,216 B. Every
+    // other peak can be blocked below that floor (each attention's scores, cut by query rows
+    // from the mask through the context, never whole), so the split must reach it within 1%
+    // (the blocks' own small tensors): the blocks of the chain ending at the GELU output are
+    // written as slices of it (not in place, then copied by the Concat, which left the arena
+    // at 655,360). It verifies, and runs inside its arena bit-identical to private buffers.
     let model = common::root().join("models/bert_tiny_dyn.onnx");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bert.split.onnx");
@@ -582,7 +583,7 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
     assert_eq!(splits["arena_before"], 655_360);
     let after = splits["arena_after"].as_u64().unwrap();
     assert!(
-        (393_216..655_360).contains(&after),
+        (393_216..=393_216 + 393_216 / 100).contains(&after),
         "arena after the split: {after}"
     );
     common::assert_verifies(&out, &table_path);

@@ -320,8 +320,17 @@ fn rank(
             cut: Cut::Rows(b),
         }),
     );
+    // Of equal row chains from one start, without a budget the longest first: it leaves none
+    // of its tensors whole for a later round to cut again (the scores of an attention ending
+    // at its Add, read whole by the Softmax's blocks). Under a budget, where each step's
+    // operands must fit, the shortest first (a longer chain's assembling Concat may be the
+    // step that does not), as of tile chains, where the shortest recomputes least.
     found.sort_by_key(|c| {
-        let key = (c.estimate, c.inside, c.extra_macs(), c.start, c.node_count());
+        let length = match c.cut {
+            Cut::Rows(_) if budget.is_none() => usize::MAX - c.node_count(),
+            _ => c.node_count(),
+        };
+        let key = (c.estimate, c.inside, c.extra_macs(), c.start, length);
         (!c.covers, key)
     });
     // Chains of one run that differ by a node that changes nothing (estimates and extra MACs

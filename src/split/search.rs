@@ -221,6 +221,10 @@ pub fn search(
                 break;
             }
             let improved = score(&trial) < best;
+            // The cuts on trial stand once the order they let in lowers the score below theirs.
+            if on_trial.as_ref().is_some_and(|t| score(&trial) < t.score) {
+                on_trial = None;
+            }
             origin = order.iter().map(|&n| origin[n]).collect();
             reordered = Some((current.replace((model, trial)), improved));
             continue;
