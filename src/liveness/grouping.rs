@@ -1,6 +1,6 @@
 //! The grouping walk's state and its moves: each node's in-place overwrite, alias or slice
-//! alias (Concat parts, Split parts, Slice views, strided parts of split tiles), tried in
-//! execution order by [`super::groups::Analyser::run`].
+//! alias (Concat parts, Split parts, Slice views, strided parts of split tiles, row blocks written
+//! in place), tried in execution order by [`super::groups::Analyser::run`].
 
 use super::groups::{Buffer, Sharing};
 use super::lifetimes::{TensorKind, TensorLife};
@@ -251,7 +251,26 @@ impl<'a> Grouping<'a> {
                     of: out,
                     offset: Some(offset),
                 });
+            } else if self.strided && !repeated {
+                // A part shared with others (a row block written in place over its input):
+                // its whole group moves into the output, as a strided part does.
+                self.try_relocated_part(input, into, offset, out);
             }
+        }
+    }
+
+    /// Moves the group of `part` (not alone in its buffer) into the output `out` (buffer
+    /// `into`) as views at `offset` bytes, with the output's row-major strides.
+    fn try_relocated_part(&mut self, part: usize, into: usize, offset: u64, out: usize) {
+        let Some((whole, elem)) = self.shape_and_elem(out) else {
+            return;
+        };
+        let movable = self.tensors[part].kind == TensorKind::Intermediate
+            && self.tensors[part].bytes.is_some_and(|b| b > 0)
+            && self.buffer_of[part].is_some_and(|b| b != into);
+        if movable {
+            let strides: Arc<[u64]> = row_major(whole, elem).into();
+            self.relocate(part, into, offset, &strides, out);
         }
     }
 

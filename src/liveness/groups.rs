@@ -530,4 +530,63 @@ mod tests {
         let b = &l.buffers[l.buffer_of[x].unwrap()];
         assert_eq!((b.first, b.bytes), (0, 32));
     }
+    /// x = Relu(x_in) [1,8] f32 → Split along axis 1 → x0, x1 [1,4]; block b: h_b = Neg(x_b),
+    /// y_b = Relu(h_b); y = Concat(y0, y1); out = Add(y, x). Worked by hand, in order 0 Relu,
+    /// 1 Split, 2 Neg, 3 Relu, 4 Neg, 5 Relu, 6 Concat, 7 Add, with `blockwise` and `strided`:
+    /// x is read at step 7, so no block overwrites its slice; y_b overwrites h_b (h_b dies at
+    /// y_b's step), so y_b shares its buffer and the Concat cannot take it as a lone part.
+    /// Each block's group {h_b, y_b} then moves into y's buffer as y's rows: h0 and y0 at
+    /// offset 0, h1 and y1 at 16, so the Concat copies nothing.
+    #[test]
+    fn blocks_written_in_place_move_into_their_concat() {
+        let axis = |mut n: NodeProto| {
+            n.attribute.push(crate::onnx::proto::AttributeProto {
+                name: Some("axis".into()),
+                r#type: Some(2),
+                i: Some(1),
+                ..Default::default()
+            });
+            n
+        };
+        let mut g = typed(
+            vec![
+                node("Relu", &["x_in"], &["x"]),
+                axis(node("Split", &["x"], &["x0", "x1"])),
+                node("Neg", &["x0"], &["h0"]),
+                node("Relu", &["h0"], &["y0"]),
+                node("Neg", &["x1"], &["h1"]),
+                node("Relu", &["h1"], &["y1"]),
+                axis(node("Concat", &["y0", "y1"], &["y"])),
+                node("Add", &["y", "x"], &["out"]),
+            ],
+            "x_in",
+            "out",
+        );
+        for name in ["x0", "x1", "h0", "h1", "y0", "y1"] {
+            let v = g.value_id(name).unwrap();
+            g.values[v].ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 4])));
+        }
+        let index = |l: &Liveness, n: &str| {
+            l.tensors
+                .iter()
+                .position(|t| g.values[t.value].name == n)
+                .unwrap()
+        };
+        let options = LivenessOptions {
+            alignment: 1,
+            blockwise: true,
+            strided: true,
+            ..LivenessOptions::default()
+        };
+        let l = analyse(&g, (0..8).collect(), options).unwrap();
+        assert_eq!(sharing_of(&g, &l, "y0"), Some(("h0".into(), "inplace")));
+        assert_eq!(sharing_of(&g, &l, "y1"), Some(("h1".into(), "inplace")));
+        let y = index(&l, "y");
+        for (name, offset) in [("h0", 0), ("y0", 0), ("h1", 16), ("y1", 16)] {
+            let t = index(&l, name);
+            assert_eq!(l.buffer_of[t], l.buffer_of[y], "{name}");
+            assert_eq!(l.offset_in_buffer(t), Some(offset), "{name}");
+        }
+        assert_ne!(l.buffer_of[y], l.buffer_of[index(&l, "x")]);
+    }
 }
