@@ -251,9 +251,10 @@ impl<'a> Grouping<'a> {
                     of: out,
                     offset: Some(offset),
                 });
-            } else if self.strided && !repeated {
-                // A part shared with others (a row block written in place over its input):
-                // its whole group moves into the output, as a strided part does.
+            } else if self.strided && self.blockwise && !repeated {
+                // A block written in place over its own intermediate (blocks reading their
+                // input's rows may write in place, see `try_inplace`): its whole group moves
+                // into the output, as a strided part does.
                 self.try_relocated_part(input, into, offset, out);
             }
         }
