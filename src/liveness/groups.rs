@@ -530,6 +530,7 @@ mod tests {
         let b = &l.buffers[l.buffer_of[x].unwrap()];
         assert_eq!((b.first, b.bytes), (0, 32));
     }
+
     /// x = Relu(x_in) [1,8] f32 → Split along axis 1 → x0, x1 [1,4]; block b: h_b = Neg(x_b),
     /// y_b = Relu(h_b); y = Concat(y0, y1); out = Add(y, x). Worked by hand, in order 0 Relu,
     /// 1 Split, 2 Neg, 3 Relu, 4 Neg, 5 Relu, 6 Concat, 7 Add, with `blockwise` and `strided`:
