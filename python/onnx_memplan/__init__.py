@@ -215,7 +215,7 @@ def plan(
     - split: "auto" or "off": tile the chains that set the peak (a rewrite of the model, kept
       only when it helps; default "off", or "auto" with a budget); split_overhead: extra
       multiply-accumulates the split may add, percent (default 10); split_time: seconds of
-      work the split search may spend (default 18, at 30 million work units per second; a
+      work the split search may spend (default 16, at 30 million work units per second; a
       wall-clock safety stop at ten times this).
     - budget: device bytes (an int, or a string such as "4MiB"): buffers wait in host memory
       between uses.

@@ -72,7 +72,7 @@ pub struct PlanArgs {
     /// stops with the chains split so far. A wall-clock safety stop at ten times this fires
     /// only on a machine several times slower than calibrated, so the result does not depend
     /// on the machine's speed or load.
-    #[arg(long, default_value_t = 18.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 16.0, value_name = "SECONDS")]
     pub split_time: f64,
     /// With `--dim NAME=LO..HI`: write the plan over the range evaluated at this size
     /// (`--at sequence=128`, one per range symbol), a fixed table and the model specialised to

@@ -309,7 +309,7 @@ impl Default for SplitOptions {
             overhead_pct: 10.0,
             budget: None,
             scatter_inputs: true,
-            search_time: std::time::Duration::from_secs(18),
+            search_time: std::time::Duration::from_secs(16),
             row_rules: rows::ALL_RULE_SETS,
             recompute: Recompute::Cheap,
             blockwise: None,
