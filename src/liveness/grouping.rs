@@ -266,13 +266,18 @@ impl<'a> Grouping<'a> {
         let Some((whole, elem)) = self.shape_and_elem(out) else {
             return;
         };
-        let movable = self.tensors[part].kind == TensorKind::Intermediate
-            && self.tensors[part].bytes.is_some_and(|b| b > 0)
-            && self.buffer_of[part].is_some_and(|b| b != into);
-        if movable {
+        if self.movable(part, into) {
             let strides: Arc<[u64]> = row_major(whole, elem).into();
             self.relocate(part, into, offset, &strides, out);
         }
+    }
+
+    /// Whether `part`'s group may move into buffer `into`: an intermediate of some bytes,
+    /// held in another buffer.
+    fn movable(&self, part: usize, into: usize) -> bool {
+        self.tensors[part].kind == TensorKind::Intermediate
+            && self.tensors[part].bytes.is_some_and(|b| b > 0)
+            && self.buffer_of[part].is_some_and(|b| b != into)
     }
 
     /// A Concat whose parts already lie in one buffer as its output's slices would (part `k`
@@ -360,10 +365,7 @@ impl<'a> Grouping<'a> {
         for (k, &input) in inputs.iter().enumerate() {
             let Some(part) = input else { continue };
             let repeated = read_twice(&inputs, k);
-            let eligible = self.tensors[part].kind == TensorKind::Intermediate
-                && self.tensors[part].bytes.is_some_and(|b| b > 0)
-                && self.buffer_of[part].is_some_and(|b| b != into)
-                && !repeated;
+            let eligible = self.movable(part, into) && !repeated;
             if eligible {
                 let base = starts[k] as u64 * strides[axis];
                 self.relocate(part, into, base, &strides, out);

@@ -354,6 +354,25 @@ mod tests {
         g
     }
 
+    /// `n` with `axis = 1` (a Split or Concat of the blockwise tests).
+    fn along_axis_1(mut n: NodeProto) -> NodeProto {
+        n.attribute.push(crate::onnx::proto::AttributeProto {
+            name: Some("axis".into()),
+            r#type: Some(2),
+            i: Some(1),
+            ..Default::default()
+        });
+        n
+    }
+
+    /// The index of the tensor of value `tensor`.
+    fn index(g: &Graph, l: &Liveness, tensor: &str) -> usize {
+        l.tensors
+            .iter()
+            .position(|t| g.values[t.value].name == tensor)
+            .unwrap()
+    }
+
     fn name(g: &Graph, l: &Liveness, t: usize) -> String {
         g.values[l.tensors[t].value].name.clone()
     }
@@ -465,24 +484,15 @@ mod tests {
     /// so y takes the same bytes at offset 0, its parts at 0 and 16.
     #[test]
     fn blockwise_blocks_overwrite_their_slices_and_the_concat_takes_them() {
-        let axis = |mut n: NodeProto| {
-            n.attribute.push(crate::onnx::proto::AttributeProto {
-                name: Some("axis".into()),
-                r#type: Some(2),
-                i: Some(1),
-                ..Default::default()
-            });
-            n
-        };
         let mut g = typed(
             vec![
                 node("Relu", &["x_in"], &["x"]),
-                axis(node("Split", &["x"], &["x0", "x1"])),
+                along_axis_1(node("Split", &["x"], &["x0", "x1"])),
                 node("Neg", &["x0"], &["h0"]),
                 node("Add", &["h0", "x0"], &["y0"]),
                 node("Neg", &["x1"], &["h1"]),
                 node("Add", &["h1", "x1"], &["y1"]),
-                axis(node("Concat", &["y0", "y1"], &["y"])),
+                along_axis_1(node("Concat", &["y0", "y1"], &["y"])),
                 node("Relu", &["y"], &["out"]),
             ],
             "x_in",
@@ -497,21 +507,15 @@ mod tests {
             alignment: 1,
             ..LivenessOptions::default()
         };
-        let index = |l: &Liveness, n: &str| {
-            l.tensors
-                .iter()
-                .position(|t| g.values[t.value].name == n)
-                .unwrap()
-        };
         let plain = analyse(&g, order.clone(), options).unwrap();
         assert_eq!(sharing_of(&g, &plain, "x0"), Some(("x".into(), "alias")));
         assert_eq!(sharing_of(&g, &plain, "y0"), Some(("y".into(), "alias")));
         assert_eq!(sharing_of(&g, &plain, "y1"), Some(("y".into(), "alias")));
-        assert_eq!(plain.part_of[index(&plain, "y1")], None);
-        assert_eq!(plain.offset_in_buffer(index(&plain, "y1")), Some(16));
+        assert_eq!(plain.part_of[index(&g, &plain, "y1")], None);
+        assert_eq!(plain.offset_in_buffer(index(&g, &plain, "y1")), Some(16));
         assert_ne!(
-            plain.buffer_of[index(&plain, "y")],
-            plain.buffer_of[index(&plain, "x")]
+            plain.buffer_of[index(&g, &plain, "y")],
+            plain.buffer_of[index(&g, &plain, "x")]
         );
 
         let blockwise = LivenessOptions {
@@ -521,12 +525,12 @@ mod tests {
         let l = analyse(&g, order, blockwise).unwrap();
         assert_eq!(sharing_of(&g, &l, "y0"), Some(("x0".into(), "inplace")));
         assert_eq!(sharing_of(&g, &l, "y1"), Some(("x1".into(), "inplace")));
-        let (x, y) = (index(&l, "x"), index(&l, "y"));
+        let (x, y) = (index(&g, &l, "x"), index(&g, &l, "y"));
         assert_eq!(l.buffer_of[y], l.buffer_of[x]);
         assert_eq!(l.offset_in_buffer(y), Some(0));
-        assert_eq!(l.offset_in_buffer(index(&l, "y1")), Some(16));
-        assert_eq!(l.part_of[index(&l, "y0")], Some((y, 0)));
-        assert_eq!(l.part_of[index(&l, "y1")], Some((y, 16)));
+        assert_eq!(l.offset_in_buffer(index(&g, &l, "y1")), Some(16));
+        assert_eq!(l.part_of[index(&g, &l, "y0")], Some((y, 0)));
+        assert_eq!(l.part_of[index(&g, &l, "y1")], Some((y, 16)));
         let b = &l.buffers[l.buffer_of[x].unwrap()];
         assert_eq!((b.first, b.bytes), (0, 32));
     }
@@ -540,24 +544,15 @@ mod tests {
     /// offset 0, h1 and y1 at 16, so the Concat copies nothing.
     #[test]
     fn blocks_written_in_place_move_into_their_concat() {
-        let axis = |mut n: NodeProto| {
-            n.attribute.push(crate::onnx::proto::AttributeProto {
-                name: Some("axis".into()),
-                r#type: Some(2),
-                i: Some(1),
-                ..Default::default()
-            });
-            n
-        };
         let mut g = typed(
             vec![
                 node("Relu", &["x_in"], &["x"]),
-                axis(node("Split", &["x"], &["x0", "x1"])),
+                along_axis_1(node("Split", &["x"], &["x0", "x1"])),
                 node("Neg", &["x0"], &["h0"]),
                 node("Relu", &["h0"], &["y0"]),
                 node("Neg", &["x1"], &["h1"]),
                 node("Relu", &["h1"], &["y1"]),
-                axis(node("Concat", &["y0", "y1"], &["y"])),
+                along_axis_1(node("Concat", &["y0", "y1"], &["y"])),
                 node("Add", &["y", "x"], &["out"]),
             ],
             "x_in",
@@ -567,12 +562,6 @@ mod tests {
             let v = g.value_id(name).unwrap();
             g.values[v].ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 4])));
         }
-        let index = |l: &Liveness, n: &str| {
-            l.tensors
-                .iter()
-                .position(|t| g.values[t.value].name == n)
-                .unwrap()
-        };
         let options = LivenessOptions {
             alignment: 1,
             blockwise: true,
@@ -582,12 +571,12 @@ mod tests {
         let l = analyse(&g, (0..8).collect(), options).unwrap();
         assert_eq!(sharing_of(&g, &l, "y0"), Some(("h0".into(), "inplace")));
         assert_eq!(sharing_of(&g, &l, "y1"), Some(("h1".into(), "inplace")));
-        let y = index(&l, "y");
+        let y = index(&g, &l, "y");
         for (name, offset) in [("h0", 0), ("y0", 0), ("h1", 16), ("y1", 16)] {
-            let t = index(&l, name);
+            let t = index(&g, &l, name);
             assert_eq!(l.buffer_of[t], l.buffer_of[y], "{name}");
             assert_eq!(l.offset_in_buffer(t), Some(offset), "{name}");
         }
-        assert_ne!(l.buffer_of[y], l.buffer_of[index(&l, "x")]);
+        assert_ne!(l.buffer_of[y], l.buffer_of[index(&g, &l, "x")]);
     }
 }
