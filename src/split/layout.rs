@@ -104,8 +104,23 @@ fn nchw_grid(graph: &Graph, v: ValueId) -> Option<[i64; 2]> {
 pub fn input_places(
     graph: &Graph,
     node: &Node,
-    (layout, grid): Placed,
+    placed: Placed,
     opset: i64,
+) -> Option<Vec<Option<Placed>>> {
+    let mut rows = |axis: usize| row_rule(graph, node, axis, (opset, RuleSet::Plain)).map(|r| r.reads);
+    places_by(graph, node, placed, &mut rows)
+}
+
+/// How a node reads its inputs when blocks cut one axis of its output: what
+/// [`row_rule`] says for that axis, in its plain rule set.
+type RowReads<'a> = &'a mut dyn FnMut(usize) -> Option<Vec<RowRead>>;
+
+/// [`input_places`], with the node's row reads along each output axis from `rows`.
+fn places_by(
+    graph: &Graph,
+    node: &Node,
+    (layout, grid): Placed,
+    rows: RowReads,
 ) -> Option<Vec<Option<Placed>>> {
     let out_shape = shape_of(graph, node.outputs.first().copied().flatten()?)?;
     let holds = match layout {
@@ -118,7 +133,6 @@ pub fn input_places(
         return None;
     }
     let input_shape = |i: usize| shape_of(graph, node.inputs.get(i).copied().flatten()?);
-    let rows = |axis: usize| row_rule(graph, node, axis, (opset, RuleSet::Plain)).map(|r| r.reads);
     let places: Option<Vec<Option<Placed>>> = match layout {
         Layout::Tokens(a) => rows(a).and_then(|reads| {
             reads
@@ -184,7 +198,7 @@ fn output_place(
     node: &Node,
     i: usize,
     (layout, grid): Placed,
-    opset: i64,
+    rows: RowReads,
 ) -> Option<Placed> {
     let out_shape = shape_of(graph, node.outputs.first().copied().flatten()?)?;
     let rank = out_shape.len();
@@ -214,7 +228,7 @@ fn output_place(
         }
     }
     tries.into_iter().map(|l| (l, grid)).find(|&out| {
-        input_places(graph, node, out, opset)
+        places_by(graph, node, out, rows)
             .is_some_and(|places| places.get(i) == Some(&Some((layout, grid))))
     })
 }
@@ -260,15 +274,33 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
             set(&mut known, v, (NCHW, nchw_grid(graph, v)?))?;
         }
     }
-    // Through the other nodes, both ways, until nothing changes.
+    // Through the other nodes, both ways, until nothing changes. A node whose inputs were
+    // placed from its output's layout, or whose output no layout of the input it was tried
+    // from makes, would only do the same again (a layout once known never changes): each
+    // is done once.
+    // Each free node's row reads along each axis, as asked for (the same node is asked
+    // about the same axes again for each layout tried).
+    let mut reads: FxHashMap<(NodeId, usize), Option<Vec<RowRead>>> = FxHashMap::default();
+    let mut placed_inputs = vec![false; free.len()];
+    let mut tried_from: Vec<Option<(usize, Placed)>> = vec![None; free.len()];
     loop {
         let mut changed = false;
-        for &id in &free {
+        for (k, &id) in free.iter().enumerate() {
             let node = &graph.nodes[id];
             let out = output(id)?;
+            let mut rows = |axis: usize| {
+                reads
+                    .entry((id, axis))
+                    .or_insert_with(|| {
+                        row_rule(graph, node, axis, (opset, RuleSet::Plain)).map(|r| r.reads)
+                    })
+                    .clone()
+            };
             match known.get(&out).copied() {
+                Some(_) if placed_inputs[k] => {}
                 Some(placed) => {
-                    let places = input_places(graph, node, placed, opset)?;
+                    placed_inputs[k] = true;
+                    let places = places_by(graph, node, placed, &mut rows)?;
                     for (v, p) in node.inputs.iter().zip(places) {
                         if let (Some(v), Some(p)) = (*v, p) {
                             changed |= set(&mut known, v, p)?;
@@ -280,7 +312,12 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
                         let p = known.get(&(*v)?).copied()?;
                         Some((i, p))
                     });
-                    if let Some(p) = from.and_then(|(i, p)| output_place(graph, node, i, p, opset))
+                    if from.is_none() || from == tried_from[k] {
+                        continue;
+                    }
+                    tried_from[k] = from;
+                    if let Some(p) =
+                        from.and_then(|(i, p)| output_place(graph, node, i, p, &mut rows))
                     {
                         changed |= set(&mut known, out, p)?;
                     }
