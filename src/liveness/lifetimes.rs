@@ -54,10 +54,7 @@ pub struct TensorLife {
 /// from the span's start, those it reads until its end. A tensor whose size depends on an
 /// unbound symbol is an input error listing the symbols.
 pub fn lifetimes(graph: &Graph, order: &[NodeId]) -> Result<Vec<TensorLife>> {
-    let mut step_of = vec![usize::MAX; graph.nodes.len()];
-    for (step, &node) in order.iter().enumerate() {
-        step_of[node] = step;
-    }
+    let step_of = crate::ir::steps_of(order, graph.nodes.len());
     // The steps a node's unit spans (its own step for a node outside every unit).
     let mut span: Vec<(usize, usize)> = step_of.iter().map(|&s| (s, s)).collect();
     let mut fused = vec![false; graph.values.len()];

@@ -15,10 +15,7 @@ pub struct TensorAccess {
 
 /// For each tensor of `liveness`, its accesses in step order.
 pub fn tensor_accesses(graph: &Graph, liveness: &Liveness) -> Vec<Vec<TensorAccess>> {
-    let mut step_of = vec![usize::MAX; graph.nodes.len()];
-    for (step, &node) in liveness.order.iter().enumerate() {
-        step_of[node] = step;
-    }
+    let step_of = crate::ir::steps_of(&liveness.order, graph.nodes.len());
     let step = |n: NodeId| step_of[n];
     liveness
         .tensors

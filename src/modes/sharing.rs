@@ -75,10 +75,7 @@ pub fn prepare(
         blockwise: false,
     };
     let (planned, unplanned) = plan_levels(model, graph, body_options, &unit_alignment);
-    let mut step_of = vec![0; graph.nodes.len()];
-    for (step, &n) in liveness.order.iter().enumerate() {
-        step_of[n] = step;
-    }
+    let step_of = crate::ir::steps_of(&liveness.order, graph.nodes.len());
     let workspaces: Vec<(Workspace, usize)> = planned
         .into_iter()
         .map(|w| {

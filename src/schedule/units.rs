@@ -27,10 +27,7 @@ pub fn keep_units_together(graph: &Graph, order: &[NodeId]) -> Result<Vec<NodeId
         }
         members[u.op] = &u.nodes;
     }
-    let mut position = vec![usize::MAX; n];
-    for (p, &node) in order.iter().enumerate() {
-        position[node] = p;
-    }
+    let position = crate::ir::steps_of(order, n);
     // Every read of a node, repeats included (a node reading a value twice waits twice).
     let reads = |node: NodeId| {
         let node = &graph.nodes[node];

@@ -230,10 +230,7 @@ impl Kernels {
         if graph.units.is_empty() {
             return kernels;
         }
-        let mut step_of = vec![usize::MAX; graph.nodes.len()];
-        for (s, &node) in order.iter().enumerate() {
-            step_of[node] = s;
-        }
+        let step_of = crate::ir::steps_of(order, graph.nodes.len());
         for unit in &graph.units {
             for &dq in &unit.shared {
                 if let Some(&s) = step_of.get(dq).filter(|&&s| s < n) {

@@ -94,10 +94,7 @@ fn plan_body(
 ) -> Result<Body, String> {
     let order = topological_order(body).map_err(|e| format!("{e:#}"))?;
     let liveness = analyse(body, order.clone(), options).map_err(|e| format!("{e:#}"))?;
-    let mut step_of = vec![0; body.nodes.len()];
-    for (step, &n) in order.iter().enumerate() {
-        step_of[n] = step;
-    }
+    let step_of = crate::ir::steps_of(&order, body.nodes.len());
     let (inner, skipped) = plan_levels(model, body, options, &|_| options.alignment);
     if let Some(reason) = skipped.first() {
         return Err(reason.clone());

@@ -73,10 +73,7 @@ pub struct RowOrder<'a> {
 impl<'a> RowOrder<'a> {
     /// The order `nodes`, with each node's step.
     pub fn new(nodes: &'a [NodeId]) -> RowOrder<'a> {
-        let mut step_of = vec![usize::MAX; nodes.iter().max().map_or(0, |&n| n + 1)];
-        for (s, &n) in nodes.iter().enumerate() {
-            step_of[n] = s;
-        }
+        let step_of = crate::ir::steps_of(nodes, nodes.iter().max().map_or(0, |&n| n + 1));
         RowOrder { nodes, step_of }
     }
 
