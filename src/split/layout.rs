@@ -123,13 +123,7 @@ fn places_by(
     rows: RowReads,
 ) -> Option<Vec<Option<Placed>>> {
     let out_shape = shape_of(graph, node.outputs.first().copied().flatten()?)?;
-    let holds = match layout {
-        Layout::Tokens(a) => out_shape.get(a) == Some(&(grid[0] * grid[1])),
-        Layout::Grid([h, w]) => {
-            out_shape.get(h) == Some(&grid[0]) && out_shape.get(w) == Some(&grid[1])
-        }
-    };
-    if !holds {
+    if !holds(&out_shape, (layout, grid)) {
         return None;
     }
     let input_shape = |i: usize| shape_of(graph, node.inputs.get(i).copied().flatten()?);
@@ -227,10 +221,24 @@ fn output_place(
             Layout::Grid(_) => {}
         }
     }
-    tries.into_iter().map(|l| (l, grid)).find(|&out| {
-        places_by(graph, node, out, rows)
-            .is_some_and(|places| places.get(i) == Some(&Some((layout, grid))))
-    })
+    // Only a layout whose axes hold the grid can be read so (`places_by` checks it first:
+    // checked here, the output's shape is not looked up again for each layout).
+    tries
+        .into_iter()
+        .filter(|&l| holds(&out_shape, (l, grid)))
+        .map(|l| (l, grid))
+        .find(|&out| {
+            places_by(graph, node, out, rows)
+                .is_some_and(|places| places.get(i) == Some(&Some((layout, grid))))
+        })
+}
+
+/// Whether the axes of `layout` in `shape` hold `grid`: its H and W, or H × W tokens.
+fn holds(shape: &[i64], (layout, grid): Placed) -> bool {
+    match layout {
+        Layout::Tokens(a) => shape.get(a) == Some(&(grid[0] * grid[1])),
+        Layout::Grid([h, w]) => shape.get(h) == Some(&grid[0]) && shape.get(w) == Some(&grid[1]),
+    }
 }
 
 /// The layout each node of a chain (`nodes`, with their `rules`) makes its output in, with its
