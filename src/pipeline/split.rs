@@ -190,7 +190,7 @@ pub(super) fn plan_split(
         let spend = |units: u64| {
             let mut meter = meter.borrow_mut();
             let granted = meter.spend(units);
-            granted && role.keeps_pace(&meter)
+            granted && role.keeps_pace(&meter, units)
         };
         let variant = SplitOptions {
             row_rules: search.row_rules,
@@ -244,7 +244,7 @@ pub(super) fn plan_split(
                     let (meter, no_one) = (split_budget.meter(), &no_one);
                     scope.spawn(move || {
                         yield_to_first();
-                        let role = Role::Ahead(&slot.abandoned, first_left);
+                        let role = Role::Ahead(&slot.abandoned, first_left, &slot.behind);
                         let found = run(search, meter, (role, no_one));
                         *lock(&slot.found) = Some(found);
                     });
@@ -269,18 +269,33 @@ pub(super) fn plan_split(
     let (first_found, first_meter) = first?;
     let shown = first_found.shown;
     // A search made ahead stands when it completed within what the first left (then every
-    // charge it made would have been granted after the first too).
-    let stands = |meter: &Meter| {
-        first_meter.ending() == Ending::Complete
-            && meter.ending() == Ending::Complete
-            && meter.spent() <= first_meter.left()
+    // charge it made would have been granted after the first too). One that fell behind
+    // what the first left at a charge, having spent no more than that before it, stands as
+    // a search made after the first would end: that charge refused, the rest with it, and
+    // its meter's work spent.
+    let complete = first_meter.ending() == Ending::Complete;
+    let stands = |meter: &Meter, abandoned: bool, behind: u64| {
+        let spent = match abandoned {
+            false => meter.spent(),
+            true => behind,
+        };
+        complete && meter.ending() == Ending::Complete && spent <= first_meter.left()
     };
-    let mut found: Vec<Option<Result<(split::Outcome, Meter)>>> = Vec::new();
-    for slot in ahead {
+    let mut found: Vec<Option<Result<(split::Outcome, Ending)>>> = Vec::new();
+    for (search, slot) in others.iter().zip(ahead) {
         let abandoned = slot.abandoned.load(Ordering::Relaxed);
+        let behind = slot.behind.load(Ordering::Relaxed);
         let ahead = slot.found.into_inner().unwrap_or_else(|e| e.into_inner());
         found.push(match ahead {
-            Some(Ok((f, meter))) if !abandoned && stands(&meter) => Some(Ok((f, meter))),
+            Some(Ok((f, meter)))
+                if (!abandoned || wanted(search, shown)) && stands(&meter, abandoned, behind) =>
+            {
+                let ending = match abandoned {
+                    true => Ending::Work,
+                    false => meter.ending(),
+                };
+                Some(Ok((f, ending)))
+            }
             _ => None,
         });
     }
@@ -305,15 +320,15 @@ pub(super) fn plan_split(
             .collect()
     });
     for (i, made) in again.into_iter().zip(made_again) {
-        found[i] = Some(made);
+        found[i] = Some(made.map(|(f, meter)| (f, meter.ending())));
     }
     let mut ended = first_meter.ending();
     let mut outcome = (first_found, first_search.blockwise);
     let rank = |o: &split::Outcome| (o.over_budget, o.info.arena_after);
     for (search, found) in others.iter().zip(found) {
         let Some(found) = found else { continue };
-        let (found, meter) = found?;
-        ended = ended.max(meter.ending());
+        let (found, ending) = found?;
+        ended = ended.max(ending);
         if rank(&found) < rank(&outcome.0) {
             outcome = (found, search.blockwise);
         }
@@ -435,25 +450,29 @@ enum Role<'a> {
     First(&'a AtomicU64),
     /// A search made ahead, side by side with the first, on the whole allowance: it stops,
     /// abandoned, once it has spent more than the first has left (its result could then not
-    /// stand: the first's leftover only shrinks, its own spending only grows), or when the
-    /// driver abandons it. The flag is its trials' cancel flag, so a trial being planned
-    /// stops too: the driver waits for the searches made ahead before it goes on.
-    Ahead(&'a Arc<AtomicBool>, &'a AtomicU64),
+    /// stand whole: the first's leftover only shrinks, its own spending only grows), or when
+    /// the driver abandons it. The flag is its trials' cancel flag, so a trial being planned
+    /// stops too: the driver waits for the searches made ahead before it goes on. The last
+    /// is where it fell behind: what it had spent before the charge that passed the first's
+    /// leftover.
+    Ahead(&'a Arc<AtomicBool>, &'a AtomicU64, &'a AtomicU64),
     /// A search made after the first, on what the first left.
     After,
 }
 
 impl<'a> Role<'a> {
-    /// After a charge to `meter`: false once a search made ahead is abandoned.
-    fn keeps_pace(self, meter: &Meter) -> bool {
+    /// After a charge of `units` to `meter`: false once a search made ahead is abandoned.
+    fn keeps_pace(self, meter: &Meter, units: u64) -> bool {
         match self {
             Role::First(left) => {
                 left.store(meter.left(), Ordering::Relaxed);
                 true
             }
-            Role::Ahead(abandoned, first_left) => {
-                if meter.spent() > first_left.load(Ordering::Relaxed) {
-                    abandoned.store(true, Ordering::Relaxed);
+            Role::Ahead(abandoned, first_left, behind) => {
+                if meter.spent() > first_left.load(Ordering::Relaxed)
+                    && !abandoned.swap(true, Ordering::Relaxed)
+                {
+                    behind.store(meter.spent() - units, Ordering::Relaxed);
                 }
                 !abandoned.load(Ordering::Relaxed)
             }
@@ -468,13 +487,13 @@ impl<'a> Role<'a> {
 
     /// Whether the search was abandoned (its result will not be used).
     fn abandoned(self) -> bool {
-        matches!(self, Role::Ahead(a, _) if a.load(Ordering::Relaxed))
+        matches!(self, Role::Ahead(a, _, _) if a.load(Ordering::Relaxed))
     }
 
     /// The flag that stops a search made ahead's trials when it is abandoned.
     fn stop(self) -> Option<&'a Arc<AtomicBool>> {
         match self {
-            Role::Ahead(abandoned, _) => Some(abandoned),
+            Role::Ahead(abandoned, _, _) => Some(abandoned),
             _ => None,
         }
     }
@@ -486,15 +505,28 @@ impl<'a> Role<'a> {
 struct Abandoned;
 
 /// A search of split::SEARCHES made ahead, side by side with the first.
-#[derive(Default)]
 struct Ahead {
     /// Whether it was started.
     started: AtomicBool,
-    /// Set when the first search's outcome does not call for it: it then stops, and so does
-    /// the trial it is planning.
+    /// Set when the first search's outcome does not call for it, or once it has spent more
+    /// than the first left: it then stops, and so does the trial it is planning.
     abandoned: Arc<AtomicBool>,
+    /// What it had spent before the charge that took it past what the first left
+    /// (`u64::MAX` while it has not).
+    behind: AtomicU64,
     /// What it found, with its meter.
     found: Mutex<Option<Result<(split::Outcome, Meter)>>>,
+}
+
+impl Default for Ahead {
+    fn default() -> Self {
+        Ahead {
+            started: AtomicBool::new(false),
+            abandoned: Arc::default(),
+            behind: AtomicU64::new(u64::MAX),
+            found: Mutex::default(),
+        }
+    }
 }
 
 /// The SHA-256 of a model's encoding, with large tensor payloads in it replaced by their own
