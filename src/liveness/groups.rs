@@ -354,6 +354,17 @@ mod tests {
         g
     }
 
+    /// The graph of a blockwise test, from `x_in` to `out`: every value 1×8 float32 but the
+    /// blocks' (x0, x1, h0, h1, y0, y1), 1×4.
+    fn blocks(nodes: Vec<NodeProto>) -> Graph {
+        let mut g = typed(nodes, "x_in", "out");
+        for name in ["x0", "x1", "h0", "h1", "y0", "y1"] {
+            let v = g.value_id(name).unwrap();
+            g.values[v].ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 4])));
+        }
+        g
+    }
+
     /// `n` with `axis = 1` (a Split or Concat of the blockwise tests).
     fn along_axis_1(mut n: NodeProto) -> NodeProto {
         n.attribute.push(crate::onnx::proto::AttributeProto {
@@ -484,7 +495,7 @@ mod tests {
     /// so y takes the same bytes at offset 0, its parts at 0 and 16.
     #[test]
     fn blockwise_blocks_overwrite_their_slices_and_the_concat_takes_them() {
-        let mut g = typed(
+        let g = blocks(
             vec![
                 node("Relu", &["x_in"], &["x"]),
                 along_axis_1(node("Split", &["x"], &["x0", "x1"])),
@@ -495,13 +506,7 @@ mod tests {
                 along_axis_1(node("Concat", &["y0", "y1"], &["y"])),
                 node("Relu", &["y"], &["out"]),
             ],
-            "x_in",
-            "out",
         );
-        for name in ["x0", "x1", "h0", "h1", "y0", "y1"] {
-            let v = g.value_id(name).unwrap();
-            g.values[v].ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 4])));
-        }
         let order: Vec<usize> = (0..8).collect();
         let options = LivenessOptions {
             alignment: 1,
@@ -544,7 +549,7 @@ mod tests {
     /// offset 0, h1 and y1 at 16, so the Concat copies nothing.
     #[test]
     fn blocks_written_in_place_move_into_their_concat() {
-        let mut g = typed(
+        let g = blocks(
             vec![
                 node("Relu", &["x_in"], &["x"]),
                 along_axis_1(node("Split", &["x"], &["x0", "x1"])),
@@ -555,13 +560,7 @@ mod tests {
                 along_axis_1(node("Concat", &["y0", "y1"], &["y"])),
                 node("Add", &["y", "x"], &["out"]),
             ],
-            "x_in",
-            "out",
         );
-        for name in ["x0", "x1", "h0", "h1", "y0", "y1"] {
-            let v = g.value_id(name).unwrap();
-            g.values[v].ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, 4])));
-        }
         let options = LivenessOptions {
             alignment: 1,
             blockwise: true,

@@ -107,8 +107,13 @@ pub fn input_places(
     placed: Placed,
     opset: i64,
 ) -> Option<Vec<Option<Placed>>> {
-    let mut rows = |axis: usize| row_rule(graph, node, axis, (opset, RuleSet::Plain)).map(|r| r.reads);
-    places_by(graph, node, placed, &mut rows)
+    places_by(graph, node, placed, &mut |axis| plain_reads(graph, node, axis, opset))
+}
+
+/// How `node` reads its inputs when blocks cut `axis` of its output, by the row table's
+/// plain rule set (`None` when its rows along that axis are not independent).
+fn plain_reads(graph: &Graph, node: &Node, axis: usize, opset: i64) -> Option<Vec<RowRead>> {
+    row_rule(graph, node, axis, (opset, RuleSet::Plain)).map(|r| r.reads)
 }
 
 /// How a node reads its inputs when blocks cut one axis of its output: what
@@ -285,9 +290,8 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
     // Through the other nodes, both ways, until nothing changes. A node whose inputs were
     // placed from its output's layout, or whose output no layout of the input it was tried
     // from makes, would only do the same again (a layout once known never changes): each
-    // is done once.
-    // Each free node's row reads along each axis, as asked for (the same node is asked
-    // about the same axes again for each layout tried).
+    // is done once. Each free node's row reads along an axis are asked for once (the same
+    // node is asked about the same axes again for each layout tried).
     let mut reads: FxHashMap<(NodeId, usize), Option<Vec<RowRead>>> = FxHashMap::default();
     let mut placed_inputs = vec![false; free.len()];
     let mut tried_from: Vec<Option<(usize, Placed)>> = vec![None; free.len()];
@@ -299,9 +303,7 @@ pub fn resolve(graph: &Graph, nodes: &[NodeId], rules: &[Rule], opset: i64) -> O
             let mut rows = |axis: usize| {
                 reads
                     .entry((id, axis))
-                    .or_insert_with(|| {
-                        row_rule(graph, node, axis, (opset, RuleSet::Plain)).map(|r| r.reads)
-                    })
+                    .or_insert_with(|| plain_reads(graph, node, axis, opset))
                     .clone()
             };
             match known.get(&out).copied() {
