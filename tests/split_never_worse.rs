@@ -114,7 +114,7 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
         spent.set(spent.get() + units);
         true
     };
-    let stop_at_trial = |_model: &mut onnx_memplan::onnx::proto::ModelProto| {
+    let stop_at_trial = |_model: &mut onnx_memplan::onnx::proto::ModelProto, _| {
         before_trial.set(Some(spent.get()));
         Ok(None)
     };
@@ -135,7 +135,7 @@ fn the_candidates_estimates_are_charged_to_the_split_allowance() {
     let left = Cell::new(estimates / 2);
     let trials = Cell::new(0);
     let limited = |units: u64| spend_within(&left, units);
-    let count_trial = |_model: &mut onnx_memplan::onnx::proto::ModelProto| {
+    let count_trial = |_model: &mut onnx_memplan::onnx::proto::ModelProto, _| {
         trials.set(trials.get() + 1);
         Ok(None)
     };
@@ -173,7 +173,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
             spent.set(spent.get() + units);
             true
         };
-        let stop = |model: &mut onnx_memplan::onnx::proto::ModelProto| {
+        let stop = |model: &mut onnx_memplan::onnx::proto::ModelProto, _| {
             tried.replace(Some((spent.get(), model.encode_to_vec())));
             Ok(None)
         };
@@ -208,7 +208,7 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     let left = Cell::new(fresh_work / 2);
     let limited = |units: u64| spend_within(&left, units);
     let trials = Cell::new(0);
-    let count = |_model: &mut onnx_memplan::onnx::proto::ModelProto| {
+    let count = |_model: &mut onnx_memplan::onnx::proto::ModelProto, _| {
         trials.set(trials.get() + 1);
         Ok(None)
     };
@@ -223,8 +223,39 @@ fn a_round_ranked_before_is_charged_and_tried_as_ranked_afresh() {
     assert_eq!(trials.get(), 0, "a remembered round ran past the allowance");
 }
 
-/// A model of models/ planned with `--schedule memory` (batch 1), as the split search starts
-/// from: the input model and its plan.
+/// A tile trial is planned in the order its rewrite wrote, a row trial with the memory-aware
+/// order search (`split::TrialOrder`): the first trial of mobilenet_v2 cuts a chain of
+/// convolutions into tiles, that of bert_tiny at 128 tokens an encoder layer into row blocks.
+#[test]
+fn a_tile_trial_keeps_the_rewrites_order_and_a_row_trial_searches() {
+    use onnx_memplan::split::{SplitOptions, TrialOrder, search};
+    use std::cell::Cell;
+
+    for (name, wanted) in [
+        ("mobilenet_v2", TrialOrder::Written),
+        ("bert_tiny", TrialOrder::Searched),
+    ] {
+        let (original, first) = first_plan(name);
+        let asked = Cell::new(None);
+        let stop = |_model: &mut onnx_memplan::onnx::proto::ModelProto, order| {
+            asked.set(Some(order));
+            Ok(None)
+        };
+        let spend = |_: u64| true;
+        search(
+            &original,
+            &first,
+            &SplitOptions::default(),
+            &stop,
+            (&spend, &Default::default(), &|_| {}),
+        )
+        .unwrap();
+        assert_eq!(asked.get(), Some(wanted), "{name}'s first trial");
+    }
+}
+
+/// A model of models/ planned with `--schedule memory` (batch 1, 128 tokens), as the split
+/// search starts from: the input model and its plan.
 fn first_plan(
     name: &str,
 ) -> (
@@ -237,6 +268,7 @@ fn first_plan(
         ..Options::default()
     };
     options.infer.dims.insert("batch".into(), 1);
+    options.infer.dims.insert("sequence".into(), 128);
     let path = root().join(format!("models/{name}.onnx"));
     let planned = plan_model(&path, &options).unwrap();
     let first = onnx_memplan::split::TrialPlan {

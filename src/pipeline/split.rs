@@ -18,12 +18,13 @@ use crate::onnx::proto::ModelProto;
 use crate::plan::{Budget, Ending, Meter};
 use crate::split::cuts::lock;
 use crate::split::memo::Memo;
-use crate::split::{self, SplitOptions, TrialPlan};
+use crate::split::{self, SplitOptions, TrialOrder, TrialPlan};
 
 /// Work units a split trial is charged per node of its model, beside its planner's own work:
 /// inference, liveness and the order search of the rewritten model, about 30 µs a node of one
 /// core at [`plan::WORK_PER_SECOND`] (16–35 µs measured on seven models, ARCHITECTURE.md,
-/// "Work units").
+/// "Work units"). A tile trial, which skips the order search ([`TrialOrder::Written`]), is
+/// charged alike, so no search ends at another point than before it skipped it.
 const TRIAL_WORK_PER_NODE: u64 = 900;
 
 /// Plans with the split stage: the search plans candidates without the advanced modes, as
@@ -75,17 +76,27 @@ pub(super) fn plan_split(
     // The trials share their initializers' decoded values (each trial is a rewrite of the
     // input model, whose initializers it keeps).
     let decoded = Arc::new(crate::ir::Decoded::default());
+    // By whether blocks overwrite, then by the trial's order: the rewrite's (planned as
+    // stored), then the order search's.
     let trials = [false, true].map(|blockwise| {
         let options = with_blocks(blockwise);
-        Options {
+        let searched = Options {
             modes: crate::modes::ModeOptions::default(),
             infer: crate::infer::InferOptions {
                 decoded: Some(Arc::clone(&decoded)),
                 ..options.infer.clone()
             },
             ..options
-        }
+        };
+        let written = Options {
+            schedule: ScheduleChoice::Stored,
+            ..searched.clone()
+        };
+        [written, searched]
     });
+    let trial_options = |blockwise: bool, order: TrialOrder| {
+        &trials[usize::from(blockwise)][usize::from(order == TrialOrder::Searched)]
+    };
     // The split search's own allowance (`--split-time`): each trial is charged its planner's
     // work and TRIAL_WORK_PER_NODE per node for the rest of its pass; no trial starts once
     // the work is spent. The clock decides nothing: its deadline, plan::SAFETY_FACTOR times
@@ -106,8 +117,10 @@ pub(super) fn plan_split(
     };
     // A trial's planners stop early only on the safety stops, and in a search made ahead
     // when it is abandoned (`stop` replaces the cancel flag: see [`Role::Ahead`]).
-    let plan_trial = |model: ModelProto, blockwise: bool, stop: Option<&Arc<AtomicBool>>| {
-        let trial = &trials[usize::from(blockwise)];
+    let plan_trial = |model: ModelProto,
+                      (blockwise, order): (bool, TrialOrder),
+                      stop: Option<&Arc<AtomicBool>>| {
+        let trial = trial_options(blockwise, order);
         let budget = match stop {
             Some(stop) => &Budget {
                 cancel: Some(Arc::clone(stop)),
@@ -117,15 +130,15 @@ pub(super) fn plan_split(
         };
         plan_for(path, model, trial, budget, Purpose::Trial)
     };
-    // The trials planned so far, by the digest of their model and whether blocks overwrite;
-    // the searches running side by side share it.
-    let trials_done: Memo<(Digest, bool), (TrialPlan, u64)> = Memo::default();
+    // The trials planned so far, by the digest of their model, whether blocks overwrite and
+    // their order; the searches running side by side share it.
+    let trials_done: Memo<(Digest, bool, TrialOrder), (TrialPlan, u64)> = Memo::default();
     let payloads = Payloads::default();
     // A trial charged to `meter`: its nodes' TRIAL_WORK_PER_NODE and its planners' work.
     // `None` when the meter is spent, or when `role`'s search is abandoned meanwhile: its
     // trial, cut short, is not kept.
     let budgeted_trial = |model: &mut ModelProto,
-                          (blockwise, role): (bool, Role),
+                          (blockwise, order, role): (bool, TrialOrder, Role),
                           (spend, meter): (split::Spend, &RefCell<Meter>)|
      -> Result<Option<TrialPlan>> {
         let nodes = nodes_of(model);
@@ -135,10 +148,10 @@ pub(super) fn plan_split(
         // Searches meet the same rewrites again (their first rounds start alike): a trial
         // planned before, or being planned by another search, is taken at the charge it had,
         // so no result changes.
-        let key = (digest(model, &payloads), blockwise);
+        let key = (digest(model, &payloads), blockwise, order);
         let made = trials_done.get_or_make(key, !role.is_first(), || -> Result<_> {
             // Planned from the model itself, which the plan gives back.
-            let planned = plan_trial(std::mem::take(model), blockwise, role.stop());
+            let planned = plan_trial(std::mem::take(model), (blockwise, order), role.stop());
             if role.abandoned() {
                 return Err(Abandoned.into());
             }
@@ -164,7 +177,12 @@ pub(super) fn plan_split(
         report,
         timings,
         work,
-    } = plan_proto(path, proto, &trials[0], &trial_budget)?;
+    } = plan_proto(
+        path,
+        proto,
+        trial_options(false, TrialOrder::Searched),
+        &trial_budget,
+    )?;
     let first_trial = TrialPlan {
         model: Arc::new(model),
         table: Arc::new(table),
@@ -204,9 +222,9 @@ pub(super) fn plan_split(
             first: role.is_first(),
             ..split_options
         };
-        let trial = |model: &mut ModelProto| match role.abandoned() {
+        let trial = |model: &mut ModelProto, order: TrialOrder| match role.abandoned() {
             true => Ok(None),
-            false => budgeted_trial(model, (search.blockwise, role), (&spend, &meter)),
+            false => budgeted_trial(model, (search.blockwise, order, role), (&spend, &meter)),
         };
         let found = split::search(
             &original,

@@ -15,7 +15,7 @@ use super::rewrite::{BandSources, Rewritten, rewrite};
 use super::rows::rewrite::{RowCut, rewrite_rows};
 use super::rows::{self, Blocking};
 use super::tiling::Tiling;
-use super::{Memos, Spend, SplitOptions, TrialPlan};
+use super::{Memos, Spend, SplitOptions, TrialOrder, TrialPlan};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitPool, SplitsInfo};
 use crate::onnx::proto::ModelProto;
 
@@ -77,9 +77,10 @@ fn thins(before: &[u64], after: &[u64]) -> bool {
 }
 
 /// Runs the search from `first`, the plan of the input model `input`; `plan` plans a
-/// rewritten model (nodes in execution order) the same way, leaving the model as it was (it
-/// may plan the model itself and give it back rather than copy it), or gives `None` when the
-/// search's budget is spent (the model then left unspecified), and `spend` charges the
+/// rewritten model (nodes in execution order) the same way, ordered as asked (a tile trial in
+/// its rewrite's order, see [`TrialOrder`]), leaving the model as it was (it may plan the
+/// model itself and give it back rather than copy it), or gives `None` when the search's
+/// budget is spent (the model then left unspecified), and `spend` charges the
 /// estimates that rank the candidates to the same budget: the search then ends with the
 /// chains accepted so far. Chains are cut through `cuts`, which the searches of one model
 /// share; `seen` hears after each round what the search has shown.
@@ -87,7 +88,7 @@ pub fn search(
     input: &ModelProto,
     first: &TrialPlan,
     options: &SplitOptions,
-    plan: &dyn Fn(&mut ModelProto) -> Result<Option<TrialPlan>>,
+    plan: &dyn Fn(&mut ModelProto, TrialOrder) -> Result<Option<TrialPlan>>,
     (spend, memos, seen): (Spend, &Memos, Seen),
 ) -> Result<Outcome> {
     let source = &first.model.graph;
@@ -156,7 +157,11 @@ pub fn search(
             tried_rows |= matches!(candidate.cut, Cut::Rows(_));
             let mut rewritten =
                 rewrite_cut(proto, planned, candidate, (chains.len(), &origin), options);
-            let Some(trial) = plan(&mut rewritten.model)? else {
+            let order = match candidate.cut {
+                Cut::Tiles(..) => TrialOrder::Written,
+                Cut::Rows(_) => TrialOrder::Searched,
+            };
+            let Some(trial) = plan(&mut rewritten.model, order)? else {
                 spent = true;
                 break;
             };
@@ -214,7 +219,7 @@ pub fn search(
             }
             let proto = current.as_ref().map_or(input, |c| &c.0);
             let (mut model, order) = rows::sink::just_in_time_model(proto, planned);
-            let Some(trial) = plan(&mut model)? else {
+            let Some(trial) = plan(&mut model, TrialOrder::Searched)? else {
                 break;
             };
             if score(&trial) > best {
@@ -242,7 +247,7 @@ pub fn search(
             let batch: Vec<usize> = alike.iter().map(|a| a.0).collect();
             let blockings: Vec<&Blocking> = alike.iter().map(|a| a.1).collect();
             let mut together = rewrite_layers(proto, planned, &blockings, chains.len(), options);
-            match plan(&mut together.model)? {
+            match plan(&mut together.model, TrialOrder::Searched)? {
                 Some(t) => {
                     let together_score = score(&t);
                     if together_score < scored {
