@@ -89,6 +89,8 @@ pub fn check_units(
         return facts;
     }
     let units = derive_all(graph);
+    // Each unit by its operator (one unit per operator node).
+    let by_op: HashMap<NodeId, &Derived> = units.iter().map(|u| (u.op, u)).collect();
     for unit in &units {
         let at: Vec<usize> = unit.nodes.iter().map(|&n| steps[n]).collect();
         let (lo, hi) = (
@@ -105,8 +107,7 @@ pub fn check_units(
             let value = &graph.values[v];
             // A shared DQ's output is read by the units holding a copy of it.
             let holds = |c: &NodeId| {
-                unit.nodes.contains(c)
-                    || units.iter().any(|u| u.op == *c && u.internal.contains(&v))
+                unit.nodes.contains(c) || by_op.get(c).is_some_and(|u| u.internal.contains(&v))
             };
             let outside = value.consumers.iter().find(|c| !holds(c));
             if let Some(&c) = outside {
