@@ -2,7 +2,9 @@
 """Measurement prototype (issue 31 item 4): bert_tiny_dyn's feed-forward blocks rewritten by hand
 in the TWO-PASS row form that `--split auto` does not make yet.
 
-    python scripts/dyn_two_pass.py models/bert_tiny_dyn.onnx OUT.onnx BLOCKS [LAYERS, e.g. 0,1]
+    python scripts/dyn_two_pass.py models/bert_tiny_dyn.onnx OUT.onnx BLOCKS [LAYERS] [KEEP]
+
+(LAYERS: e.g. 0,1, the default)
 
 The second DynamicQuantizeLinear of each FFN quantizes the GELU output (1x128x512 float, 256 KiB)
 by a scale from the min and max of ALL of it, so the single-pass row rewrite (which keeps a
@@ -12,7 +14,8 @@ scale, MatMulInteger, Cast, Mul, Add, GELU) and reduces its min and max; the sec
 point come from the blocks' extremes (Min/Max over blocks, then onnxruntime's arithmetic, as in
 src/split/rows/quantize.rs); pass 2 recomputes each block, quantizes it by them and runs the
 rest of the layer (MatMulInteger, residual Add, LayerNorm); a Concat assembles the layer output.
-Pass 1 repeats the first MatMulInteger: 128x128x512 = 8,388,608 extra MACs per layer.
+Pass 1 repeats the first MatMulInteger: 128x128x512 = 8,388,608 extra MACs per layer, less the
+share of the last KEEP blocks, whose GELU rows pass 1 keeps for pass 2 instead.
 Dims are fixed at batch 1, sequence 128. Then `onnx-memplan plan OUT.onnx --dim batch=1 --dim sequence=128 --schedule memory
 [--split auto]` gives the arena, and onnxruntime compares its outputs with the original's.
 """
@@ -23,6 +26,8 @@ if len(sys.argv) < 4:
     sys.exit(__doc__)
 src, dst, B = sys.argv[1], sys.argv[2], int(sys.argv[3])
 layers = [int(l) for l in sys.argv[4].split(",")] if len(sys.argv) > 4 else [0, 1]
+# the last KEEP blocks of pass 1 keep their GELU rows for pass 2 (not recomputed)
+KEEP = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 m = onnx.load(src)
 g = m.graph
 S = 128
@@ -67,14 +72,15 @@ for L in layers:
     added.append(helper.make_node("ReduceMin", [x1], [mn], name=mn + "/n", keepdims=0))
     added.append(helper.make_node("ReduceMax", [x1], [mx], name=mx + "/n", keepdims=0))
     scale_zp(added, mn, mx, dq1.output[1], dq1.output[2], f"{pre}/tp/q1")
-    def copy(ns, tag, rows):
+    def copy(ns, tag, rows, reuse={}):
         out = {}
         r0, r1 = rows
         sl = f"{pre}/tp/{tag}/x1"
         st = const(f"{pre}/tp/{tag}/st", [r0], np.int64); en = const(f"{pre}/tp/{tag}/en", [r1], np.int64)
         ax = const(f"{pre}/tp/{tag}/ax", [1], np.int64)
         added.append(helper.make_node("Slice", [x1, st, en, ax], [sl], name=sl + "/n"))
-        ren = lambda t: (sl if t == x1 else f"{t}/tp/{tag}" if t in made else t)
+        ren = lambda t: (reuse[t] if t in reuse else sl if t == x1
+                         else f"{t}/tp/{tag}" if t in made else t)
         for n in ns:
             if n is dq1 or n is dq2:
                 q = dq1 if n is dq1 else dq2
@@ -100,7 +106,10 @@ for L in layers:
     scale_zp(added, f"{pre}/tp/xmin2", f"{pre}/tp/xmax2", dq2.output[1], dq2.output[2], f"{pre}/tp/q2")
     parts = []
     for b, rows in enumerate(blocks):
-        ren = copy(cone + rest, f"r{b}", rows)
+        if b >= B - KEEP:
+            ren = copy(rest, f"r{b}", rows, reuse={gelu: f"{gelu}/tp/pre{b}"})
+        else:
+            ren = copy(cone + rest, f"r{b}", rows)
         parts.append(ren(end.output[0]))
     added.append(helper.make_node("Concat", parts, [end.output[0]], name=end.name + "/tp/concat", axis=1))
     # the LN's ReduceMean(axes -1) etc. are row-wise; the Where mask is not in the FFN
