@@ -219,6 +219,7 @@ pub(super) fn plan_split(
             progressive_bands: search.progressive_bands,
             early_tiles: search.early_tiles,
             fine_strips: search.fine_strips,
+            row_order: search.row_order,
             first: role.is_first(),
             ..split_options
         };

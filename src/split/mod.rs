@@ -145,6 +145,9 @@ pub struct SplitOptions {
     pub early_tiles: bool,
     /// Without a budget, also try row strips finer than 8 (up to [`candidates::MAX_STRIPS`]).
     pub fine_strips: bool,
+    /// How a trial cutting row chains (one, or the layers cut alike) is ordered; a tile trial
+    /// keeps its rewrite's order and the just-in-time reorder is searched, in every search.
+    pub row_order: TrialOrder,
     /// The pipeline's first search, which the others must not slow: it grades the chains
     /// around each step side by side before walking them in turn (see [`target::target`]),
     /// and never waits for a round another search is ranking (it ranks it too). Neither
@@ -166,6 +169,8 @@ pub struct Search {
     pub early_tiles: bool,
     /// [`SplitOptions::fine_strips`].
     pub fine_strips: bool,
+    /// [`SplitOptions::row_order`].
+    pub row_order: TrialOrder,
     /// What the search changes from the first: when the first saw no chain it applies to,
     /// the search would repeat it, and is skipped.
     pub differs_in: Differs,
@@ -176,7 +181,8 @@ pub struct Search {
 pub enum Differs {
     /// Nothing (the first search).
     Nothing,
-    /// How row chains are cut (the rule sets, what they recompute): nothing unless the first
+    /// How row chains are cut (the rule sets, what they recompute, how their trials are
+    /// ordered): nothing unless the first
     /// search planned a row chain as a trial. A CNN whose classifier or squeeze-and-excitation
     /// blocks make row candidates that never rank among a round's trials skips these.
     Rows,
@@ -241,8 +247,10 @@ impl Shown {
 /// recomputing normalizations, 2.68x without; T5 2.27x without blocks over their input, 1.00x with;
 /// ResNet-50 2.25x estimating bands tile by tile, 2.11x as any input, where ResNet-18 goes 3.01x to
 /// 3.28x; tiles reading bands run early: ResNet-50 2.91x to 3.11x, ResNet-18 3.52x to 3.40x; row
-/// strips finer than 8: ResNet-18 3.36x to 3.52x, MobileNetV3-Large 5.42x to 5.03x), so each wider
-/// search adds to the narrower ones rather than replacing them.
+/// strips finer than 8: ResNet-18 3.36x to 3.52x, MobileNetV3-Large 5.42x to 5.03x; row trials in
+/// their rewrite's order: ViT-tiny 1.00x to 1.13x, where BERT with LayerNormalization operators at
+/// 128 tokens splits to 1,180,160 bytes rather than 532,992), so each wider search adds to the
+/// narrower ones rather than replacing them.
 pub const SEARCHES: &[Search] = &[
     Search {
         row_rules: rows::ALL_RULE_SETS,
@@ -251,6 +259,7 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: true,
         early_tiles: false,
         fine_strips: true,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Nothing,
     },
     Search {
@@ -260,6 +269,7 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: false,
         early_tiles: false,
         fine_strips: true,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Bands,
     },
     Search {
@@ -269,6 +279,7 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: true,
         early_tiles: true,
         fine_strips: true,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Bands,
     },
     Search {
@@ -278,6 +289,7 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: true,
         early_tiles: false,
         fine_strips: false,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Strips,
     },
     Search {
@@ -287,6 +299,7 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: true,
         early_tiles: false,
         fine_strips: true,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Rows,
     },
     Search {
@@ -296,6 +309,7 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: true,
         early_tiles: false,
         fine_strips: true,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Rows,
     },
     Search {
@@ -305,6 +319,7 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: true,
         early_tiles: false,
         fine_strips: true,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Blocks,
     },
     Search {
@@ -314,7 +329,18 @@ pub const SEARCHES: &[Search] = &[
         progressive_bands: true,
         early_tiles: false,
         fine_strips: true,
+        row_order: TrialOrder::Searched,
         differs_in: Differs::Blocks,
+    },
+    Search {
+        row_rules: rows::ALL_RULE_SETS,
+        recompute: Recompute::Cheap,
+        blockwise: false,
+        progressive_bands: true,
+        early_tiles: false,
+        fine_strips: true,
+        row_order: TrialOrder::Written,
+        differs_in: Differs::Rows,
     },
 ];
 
@@ -332,6 +358,7 @@ impl Default for SplitOptions {
             progressive_bands: false,
             early_tiles: false,
             fine_strips: true,
+            row_order: TrialOrder::Searched,
             first: false,
         }
     }

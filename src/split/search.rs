@@ -159,7 +159,7 @@ pub fn search(
                 rewrite_cut(proto, planned, candidate, (chains.len(), &origin), options);
             let order = match candidate.cut {
                 Cut::Tiles(..) => TrialOrder::Written,
-                Cut::Rows(_) => TrialOrder::Searched,
+                Cut::Rows(_) => options.row_order,
             };
             let Some(trial) = plan(&mut rewritten.model, order)? else {
                 spent = true;
@@ -247,7 +247,7 @@ pub fn search(
             let batch: Vec<usize> = alike.iter().map(|a| a.0).collect();
             let blockings: Vec<&Blocking> = alike.iter().map(|a| a.1).collect();
             let mut together = rewrite_layers(proto, planned, &blockings, chains.len(), options);
-            match plan(&mut together.model, TrialOrder::Searched)? {
+            match plan(&mut together.model, options.row_order)? {
                 Some(t) => {
                     let together_score = score(&t);
                     if together_score < scored {
