@@ -182,9 +182,9 @@ pub enum Differs {
     /// Nothing (the first search).
     Nothing,
     /// How row chains are cut (the rule sets, what they recompute, how their trials are
-    /// ordered): nothing unless the first
-    /// search planned a row chain as a trial. A CNN whose classifier or squeeze-and-excitation
-    /// blocks make row candidates that never rank among a round's trials skips these.
+    /// ordered): nothing unless the first search planned a row chain as a trial. A CNN whose
+    /// classifier or squeeze-and-excitation blocks make row candidates that never rank among
+    /// a round's trials skips these.
     Rows,
     /// Whether a row chain's blocks write over their input: this changes every trial's
     /// liveness too, so it differs as soon as a round saw a row chain (measured: MNASNet in
