@@ -252,97 +252,61 @@ impl Shown {
 /// 128 tokens splits to 1,180,160 bytes rather than 532,992), so each wider search adds to the
 /// narrower ones rather than replacing them.
 pub const SEARCHES: &[Search] = &[
+    FIRST_SEARCH,
     Search {
-        row_rules: rows::ALL_RULE_SETS,
-        recompute: Recompute::Cheap,
-        blockwise: false,
-        progressive_bands: true,
-        early_tiles: false,
-        fine_strips: true,
-        row_order: TrialOrder::Searched,
-        differs_in: Differs::Nothing,
-    },
-    Search {
-        row_rules: rows::ALL_RULE_SETS,
-        recompute: Recompute::Cheap,
-        blockwise: false,
         progressive_bands: false,
-        early_tiles: false,
-        fine_strips: true,
-        row_order: TrialOrder::Searched,
         differs_in: Differs::Bands,
+        ..FIRST_SEARCH
     },
     Search {
-        row_rules: rows::ALL_RULE_SETS,
-        recompute: Recompute::Cheap,
-        blockwise: false,
-        progressive_bands: true,
         early_tiles: true,
-        fine_strips: true,
-        row_order: TrialOrder::Searched,
         differs_in: Differs::Bands,
+        ..FIRST_SEARCH
     },
     Search {
-        row_rules: rows::ALL_RULE_SETS,
-        recompute: Recompute::Cheap,
-        blockwise: false,
-        progressive_bands: true,
-        early_tiles: false,
         fine_strips: false,
-        row_order: TrialOrder::Searched,
         differs_in: Differs::Strips,
+        ..FIRST_SEARCH
     },
     Search {
         row_rules: rows::PLAIN_RULE_SET,
-        recompute: Recompute::Cheap,
-        blockwise: false,
-        progressive_bands: true,
-        early_tiles: false,
-        fine_strips: true,
-        row_order: TrialOrder::Searched,
         differs_in: Differs::Rows,
+        ..FIRST_SEARCH
     },
     Search {
-        row_rules: rows::ALL_RULE_SETS,
         recompute: Recompute::Normalizations,
-        blockwise: false,
-        progressive_bands: true,
-        early_tiles: false,
-        fine_strips: true,
-        row_order: TrialOrder::Searched,
         differs_in: Differs::Rows,
+        ..FIRST_SEARCH
     },
     Search {
-        row_rules: rows::ALL_RULE_SETS,
-        recompute: Recompute::Cheap,
         blockwise: true,
-        progressive_bands: true,
-        early_tiles: false,
-        fine_strips: true,
-        row_order: TrialOrder::Searched,
         differs_in: Differs::Blocks,
+        ..FIRST_SEARCH
     },
     Search {
-        row_rules: rows::ALL_RULE_SETS,
         recompute: Recompute::Normalizations,
         blockwise: true,
-        progressive_bands: true,
-        early_tiles: false,
-        fine_strips: true,
-        row_order: TrialOrder::Searched,
         differs_in: Differs::Blocks,
+        ..FIRST_SEARCH
     },
     Search {
-        row_rules: rows::ALL_RULE_SETS,
-        recompute: Recompute::Cheap,
-        blockwise: false,
-        progressive_bands: true,
-        early_tiles: false,
-        fine_strips: true,
         row_order: TrialOrder::Written,
         differs_in: Differs::Rows,
+        ..FIRST_SEARCH
     },
 ];
+
+/// The first search of [`SEARCHES`]; each other one is written as what it changes from it.
+const FIRST_SEARCH: Search = Search {
+    row_rules: rows::ALL_RULE_SETS,
+    recompute: Recompute::Cheap,
+    blockwise: false,
+    progressive_bands: true,
+    early_tiles: false,
+    fine_strips: true,
+    row_order: TrialOrder::Searched,
+    differs_in: Differs::Nothing,
+};
 
 impl Default for SplitOptions {
     fn default() -> Self {
