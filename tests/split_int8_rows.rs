@@ -26,7 +26,7 @@ use common::{float_info, float_init, model, node, with_int, write_model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto, ValueInfoProto, type_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::{Recompute, RowOrder, row_chain};
+use onnx_memplan::split::rows::chain::{FirstPass, Recompute, RowOrder, RowRules, row_chain};
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 
@@ -81,7 +81,7 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let rules = (17, RuleSet::Plain, Recompute::Cheap);
+    let rules = rules(false);
     let chain = row_chain(
         graph,
         &RowOrder::new(&order),
@@ -113,6 +113,7 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
         blocks: &blocks,
         label: "split1".to_string(),
         blockwise: None,
+        keep: 0,
     };
     let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
     let split = dir.path().join("ffn.split.onnx");
@@ -153,6 +154,163 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
         String::from_utf8_lossy(&plan.stderr)
     );
     assert_bit_identical(&original, &split, &["normal"]);
+}
+
+/// The plain rules at opset 17, quantizing in two passes when `two_pass` says so.
+fn rules(two_pass: bool) -> RowRules {
+    RowRules {
+        opset: 17,
+        set: RuleSet::Plain,
+        recompute: Recompute::Cheap,
+        two_pass,
+    }
+}
+
+/// X[1,16,8] → MatMul W0 [8,8] → Relu → H → DynamicQuantizeLinear → MatMulInteger(Hq, W1 u8
+/// [8,32], Hz, W1z) → Cast → Mul (Hs·W1s) → Add bias [32] → Y[1,16,32]: the quantizer's input
+/// is made by row-independent nodes.
+fn prefixed_ffn() -> ModelProto {
+    let mut m = quantized_ffn(16);
+    let g = m.graph.as_mut().unwrap();
+    let w0: Vec<f32> = (0..64).map(|i| ((i as f32) * 0.61).cos() * 0.7).collect();
+    g.node = vec![
+        node("MatMul", &["x", "w0"], &["m0"]),
+        node("Relu", &["m0"], &["h"]),
+        node("DynamicQuantizeLinear", &["h"], &["hq", "hs", "hz"]),
+        node("Mul", &["hs", "w1s"], &["s"]),
+        node("MatMulInteger", &["hq", "w1", "hz", "w1z"], &["mi"]),
+        with_int(node("Cast", &["mi"], &["c"]), "to", 1),
+        node("Mul", &["c", "s"], &["scaled"]),
+        node("Add", &["scaled", "b1"], &["y"]),
+    ];
+    g.output = vec![float_info("y", &[1, 16, 32])];
+    g.initializer.retain(|t| t.name() != "w2");
+    g.initializer.push(float_init("w0", &[8, 8], &w0));
+    m
+}
+
+#[test]
+fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
+    // Worked by hand on `prefixed_ffn` (16 tokens, 4 blocks of 4 rows). In one pass, the
+    // quantizer's scale needs all of H, so H is made before the chain: the chain from Y along
+    // the token axis (1) is DynamicQuantizeLinear, MatMulInteger, Cast, Mul and Add. In two
+    // passes, the chain also takes the MatMul and the Relu making H (the prefix, indices 0
+    // and 1; the quantizer is index 2). With the last block kept, the first pass runs the
+    // prefix in all 4 blocks (4 MatMuls and 4 Relus making [1,4,8] each) and reduces each
+    // block's H rows (4 ReduceMin, 4 ReduceMax); the second recomputes the prefix in the first
+    // 3 blocks (3 more MatMuls, 3 more Relus) and quantizes every block by the one scale (4
+    // QuantizeLinear, no DynamicQuantizeLinear left). The MatMul makes 16 × 8 outputs of 8
+    // MACs, 1,024 MACs; its 12 recomputed rows are 768, the Relu has none. The extremes of
+    // the blocks' extremes are H's, so the integers are those of the whole operator:
+    // onnxruntime's outputs must be bit-identical, for inputs of either sign and all zeros
+    // (where the scale is onnxruntime's 1).
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("prefixed.onnx");
+    write_model(&prefixed_ffn(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let chain_of = |two_pass: bool| {
+        let steps = RowOrder::new(&order);
+        let end = [0, order.len() - 1];
+        row_chain(graph, &steps, end, 1, rules(two_pass), &|_| true).expect("a row chain")
+    };
+    let one_pass = chain_of(false);
+    let ops = common::op_types(graph, &one_pass.nodes);
+    assert_eq!(
+        ops,
+        [
+            "DynamicQuantizeLinear",
+            "MatMulInteger",
+            "Cast",
+            "Mul",
+            "Add"
+        ]
+    );
+    assert_eq!(one_pass.first_pass, None);
+    let chain = chain_of(true);
+    let ops = common::op_types(graph, &chain.nodes);
+    assert_eq!(
+        ops,
+        [
+            "MatMul",
+            "Relu",
+            "DynamicQuantizeLinear",
+            "MatMulInteger",
+            "Cast",
+            "Mul",
+            "Add"
+        ]
+    );
+    let first = chain.first_pass.clone().expect("a first pass");
+    assert_eq!(
+        first,
+        FirstPass {
+            quantizer: 2,
+            prefix: vec![0, 1]
+        }
+    );
+    let blocks = Span::parts(16, 4);
+    let macs =
+        |keep| onnx_memplan::split::rows::recomputed_macs(graph, &chain, &first, &blocks, keep);
+    assert_eq!([macs(0), macs(1), macs(4)], [1024, 768, 0]);
+
+    let cut = RowCut {
+        chain: &chain,
+        blocks: &blocks,
+        label: "split1".to_string(),
+        blockwise: None,
+        keep: 1,
+    };
+    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    // Each node's tiles are its copies in the blocks' order: the kept block's prefix is its
+    // first-pass copy.
+    let parts = &rewritten.parts[0];
+    assert_eq!(parts.first_pass[0].len(), 4);
+    assert_eq!(parts.copies[0].len(), 4);
+    assert_eq!(parts.copies[0][3], parts.first_pass[0][3]);
+    assert!(parts.first_pass[3].is_empty());
+    let split = dir.path().join("prefixed.split.onnx");
+    write_model(&rewritten.model, &split);
+    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
+    let count = |op: &str| {
+        let nodes = blocked.graph.nodes.iter();
+        nodes.filter(|n| n.op_type == op).count()
+    };
+    let counts = [
+        "MatMul",
+        "Relu",
+        "ReduceMin",
+        "ReduceMax",
+        "QuantizeLinear",
+        "DynamicQuantizeLinear",
+        "MatMulInteger",
+    ]
+    .map(count);
+    assert_eq!(counts, [7, 7, 4, 4, 4, 0, 4]);
+    let graph = &blocked.graph;
+    let shapes = graph.nodes.iter().filter(|n| n.op_type == "MatMul");
+    let shapes: Vec<Vec<i64>> = shapes
+        .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
+        .collect();
+    assert_eq!(shapes, vec![vec![1, 4, 8]; 7]);
+
+    let plan = common::run_cli(&[
+        "plan",
+        split.to_str().unwrap(),
+        "-o",
+        dir.path().join("p.onnx").to_str().unwrap(),
+    ]);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert_bit_identical(
+        &original,
+        &split,
+        &["normal", "positive", "negative", "zeros", "one_negative"],
+    );
 }
 
 /// A tensor value info of ONNX element type `elem`.
@@ -211,6 +369,7 @@ fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
         blocks: &blocks,
         label: "split1".to_string(),
         blockwise: None,
+        keep: 0,
     };
     let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
     let split = dir.path().join("q.split.onnx");
@@ -489,6 +648,7 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
         blocks: &blocks,
         label: "split1".to_string(),
         blockwise: None,
+        keep: 0,
     };
     let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
     let split = dir.path().join("mlp.split.onnx");
@@ -546,14 +706,13 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
     // batch 1, 128 tokens. Worked by hand, unsplit: the peak is in layer 0's GELU, where the
     // feed-forward pre-activation and its Div (1×128×512 float, 262,144 B each), the attention
     // output's LayerNorm (read again by the residual Add, 65,536 B) and the float attention
-    // mask (1×1×128×128, 65,536 B, read by both layers) are live: 655,360 B. Split, the FFN's
-    // second DynamicQuantizeLinear still reads the whole GELU output (262,144 B), while the
-    // LayerNorm output and the mask live on: no single-pass split goes below 393,216 B. Every
-    // other peak can be blocked below that floor (each attention's scores, cut by query rows
-    // from the mask through the context, never whole), so the split must reach it within 1%
-    // (the blocks' own small tensors): the blocks of the chain ending at the GELU output are
-    // written as slices of it (not in place, then copied by the Concat, which left the arena
-    // at 655,360). It verifies, and runs inside its arena bit-identical to private buffers.
+    // mask (1×1×128×128, 65,536 B, read by both layers) are live: 655,360 B. In one pass, the
+    // FFN's second DynamicQuantizeLinear reads the whole GELU output (262,144 B), while the
+    // LayerNorm output and the mask live on: no single-pass split goes below 393,216 B. Only
+    // two passes (the GELU output made block by block twice, for its extremes and to be
+    // quantized) go below that floor, within the default allowance of 10% extra MACs: the
+    // split must, recording the first pass of the feed-forward's first MatMulInteger. It
+    // verifies, and runs inside its arena bit-identical to private buffers.
     let model = common::root().join("models/bert_tiny_dyn.onnx");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bert.split.onnx");
@@ -582,10 +741,15 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
     let splits = &table["splits"];
     assert_eq!(splits["arena_before"], 655_360);
     let after = splits["arena_after"].as_u64().unwrap();
-    assert!(
-        (393_216..=393_216 + 393_216 / 100).contains(&after),
-        "arena after the split: {after}"
-    );
+    assert!(after < 393_216, "arena after the split: {after}");
+    let (extra, total) = (&splits["extra_macs"], &splits["total_macs"]);
+    assert!(extra.as_u64().unwrap() * 10 <= total.as_u64().unwrap());
+    let nodes = splits["chains"].as_array().unwrap().iter();
+    let nodes: Vec<&serde_json::Value> =
+        nodes.flat_map(|c| c["nodes"].as_array().unwrap()).collect();
+    let first_pass = nodes.iter().filter(|n| n.get("first_pass").is_some());
+    let ops: Vec<&str> = first_pass.map(|n| n["op_type"].as_str().unwrap()).collect();
+    assert!(ops.contains(&"MatMulInteger"), "first-pass nodes: {ops:?}");
     common::assert_verifies(&out, &table_path);
     let Some(python) = common::ort_python() else {
         eprintln!("SKIPPED arena run: no Python with onnxruntime");

@@ -288,7 +288,8 @@ fn a_chain_with_shared_nodes_starts_at_its_first_own_node() {
         &plan,
         (&live, &hot),
         &|_| true,
-        (PLAIN_RULE_SET, Recompute::Cheap, &|_| true),
+        (PLAIN_RULE_SET, Recompute::Cheap, false),
+        (0, &|_| true),
     )
     .unwrap();
     let masked = found
@@ -839,6 +840,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
             blocks: &blocks,
             label: format!("split{}", k + 1),
             blockwise: None,
+            keep: 0,
         })
         .collect();
     let rewritten = rewrite_rows(&proto, graph, &order, &cuts);
@@ -1305,5 +1307,6 @@ fn one_cut<'a>(chain: &'a RowChain, blocks: &'a [Span]) -> RowCut<'a> {
         blocks,
         label: "split1".to_string(),
         blockwise: None,
+        keep: 0,
     }
 }

@@ -266,6 +266,10 @@ pub struct SplitNode {
     /// Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hw_axes: Option<[usize; 2]>,
+    /// Row blocks quantized in two passes: the node's copies in the first pass, one per block
+    /// in order, when it makes the quantizer's input. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_pass: Vec<String>,
 }
 
 /// A memory tier's capacity and speed, as given by `--tier`.

@@ -65,7 +65,7 @@ impl Candidate {
     pub fn extra_macs(&self) -> u64 {
         match &self.cut {
             Cut::Tiles(_, tiling) => tiling.extra_macs,
-            Cut::Rows(_) => 0,
+            Cut::Rows(b) => b.extra_macs,
         }
     }
 
@@ -113,6 +113,7 @@ struct Round {
     progressive_bands: bool,
     row_rules: Vec<RuleSet>,
     recompute: Recompute,
+    two_pass: bool,
     search_time: Duration,
 }
 
@@ -151,6 +152,7 @@ pub fn candidates(
         progressive_bands: options.progressive_bands && origin.iter().any(Option::is_none),
         row_rules: options.row_rules.to_vec(),
         recompute: options.recompute,
+        two_pass: options.two_pass,
         search_time: options.search_time,
     };
     // A round another search is ranking is waited for, not ranked twice.
@@ -309,14 +311,20 @@ fn rank(
             planned,
             (live, &rows_hot),
             &allowed,
-            (options.row_rules, options.recompute, spend),
+            (options.row_rules, options.recompute, options.two_pass),
+            (allowance, spend),
         )?
         .into_iter()
         .map(|b| Candidate {
             covers: false,
             start: b.start,
             estimate: b.estimate,
-            inside: b.estimate,
+            // A chain quantizing in two passes is there to lower what its layer holds, which
+            // an equal peak elsewhere hides: it ranks by its own part, as tiles do.
+            inside: match b.chain.first_pass {
+                Some(_) => b.inside,
+                None => b.estimate,
+            },
             cut: Cut::Rows(b),
         }),
     );

@@ -132,6 +132,9 @@ pub struct SplitOptions {
     pub row_rules: &'static [rows::rules::RuleSet],
     /// What row chains may recompute per block.
     pub recompute: Recompute,
+    /// Whether a row chain may quantize a DynamicQuantizeLinear's input in two passes (see
+    /// [`rows::chain::FirstPass`]) rather than make that input whole before it.
+    pub two_pass: bool,
     /// The arena alignment when the planner lets a row chain's blocks write over the rows of
     /// their input that died (the pipeline fills it, see `LivenessOptions::blockwise`): the
     /// rewrite then cuts the tensors a chain reads from outside by one Split.
@@ -161,6 +164,8 @@ pub struct Search {
     pub row_rules: &'static [rows::rules::RuleSet],
     /// What row chains may recompute per block.
     pub recompute: Recompute,
+    /// [`SplitOptions::two_pass`].
+    pub two_pass: bool,
     /// Whether blocks may write over the rows of their input.
     pub blockwise: bool,
     /// [`SplitOptions::progressive_bands`].
@@ -194,6 +199,9 @@ pub enum Differs {
     Bands,
     /// How fine row strips may be: nothing without strips finer than 8.
     Strips,
+    /// Whether DynamicQuantizeLinear inputs are quantized in two passes: nothing unless a
+    /// chain the first search cut holds a DynamicQuantizeLinear.
+    Quantizers,
 }
 
 /// What a search has shown that makes the others of [`SEARCHES`] differ from it: whether a
@@ -209,6 +217,8 @@ pub struct Shown {
     pub bands: bool,
     /// A chain is cut in row strips finer than [`candidates::MAX_TILES`].
     pub strips: bool,
+    /// A chain holds a DynamicQuantizeLinear.
+    pub quantizers: bool,
 }
 
 impl Shown {
@@ -222,6 +232,10 @@ impl Shown {
             strips: chains.iter().any(|c| {
                 c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > candidates::MAX_TILES
             }),
+            quantizers: chains
+                .iter()
+                .flat_map(|c| &c.nodes)
+                .any(|n| n.op_type == "DynamicQuantizeLinear"),
         }
     }
 
@@ -233,6 +247,7 @@ impl Shown {
             Differs::Blocks => self.rows_seen,
             Differs::Bands => self.bands,
             Differs::Strips => self.strips,
+            Differs::Quantizers => self.quantizers,
         }
     }
 }
@@ -294,12 +309,18 @@ pub const SEARCHES: &[Search] = &[
         differs_in: Differs::Rows,
         ..FIRST_SEARCH
     },
+    Search {
+        two_pass: true,
+        differs_in: Differs::Quantizers,
+        ..FIRST_SEARCH
+    },
 ];
 
 /// The first search of [`SEARCHES`]; each other one is written as what it changes from it.
 const FIRST_SEARCH: Search = Search {
     row_rules: rows::ALL_RULE_SETS,
     recompute: Recompute::Cheap,
+    two_pass: false,
     blockwise: false,
     progressive_bands: true,
     early_tiles: false,
@@ -318,6 +339,7 @@ impl Default for SplitOptions {
             search_time: std::time::Duration::from_secs(16),
             row_rules: rows::ALL_RULE_SETS,
             recompute: Recompute::Cheap,
+            two_pass: false,
             blockwise: None,
             progressive_bands: false,
             early_tiles: false,

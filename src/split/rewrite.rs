@@ -65,6 +65,9 @@ fn no_node(_: NodeId) -> bool {
 pub struct Parts {
     /// For each chain node, the names of its copies, one per tile or block in order.
     pub copies: Vec<Vec<String>>,
+    /// For each node of a row chain's first pass ([`super::rows::chain::FirstPass`]), the
+    /// names of its first-pass copies, one per block in order; empty for other nodes.
+    pub first_pass: Vec<Vec<String>>,
     /// The Slice and Concat nodes the split added.
     pub glue: Vec<String>,
     /// The global pools of a tensor the tiles read as bands, each with the nodes replacing
@@ -407,6 +410,7 @@ pub fn rewrite(
         model,
         kept,
         parts: vec![Parts {
+            first_pass: Vec::new(),
             copies,
             glue: glue.swap_remove(main),
             pools: pooled,

@@ -242,10 +242,14 @@ pub fn search(
             None => MAX_CHAINS - chains.len() - 1,
             Some(_) => 0,
         };
+        // Layers cut together share the MACs left: each recomputes at most its share.
         let alike = alike(&candidates, index, graph, room);
+        let share = (allowance - used) / alike.len().max(1) as u64;
+        let alike: Vec<(usize, Blocking)> =
+            alike.into_iter().map(|(i, b)| (i, b.within(graph, share))).collect();
         if !alike.is_empty() && !spent {
             let batch: Vec<usize> = alike.iter().map(|a| a.0).collect();
-            let blockings: Vec<&Blocking> = alike.iter().map(|a| a.1).collect();
+            let blockings: Vec<&Blocking> = alike.iter().map(|a| &a.1).collect();
             let mut together = rewrite_layers(proto, planned, &blockings, chains.len(), options);
             match plan(&mut together.model, options.row_order)? {
                 Some(t) => {
@@ -254,6 +258,9 @@ pub fn search(
                         // Cut together, the layers may lower what one could not.
                         taken_on_trial &= together_score >= best;
                         (taken, rewritten, trial, scored) = (batch, together, t, together_score);
+                        for (i, blocking) in alike {
+                            candidates[i].cut = Cut::Rows(blocking);
+                        }
                     }
                 }
                 None => spent = true,
@@ -386,6 +393,7 @@ fn rewrite_layers(
             blocks: &b.blocks,
             label: format!("split{}", done + k + 1),
             blockwise: options.blockwise,
+            keep: b.keep,
         })
         .collect();
     let (graph, order) = (&planned.model.graph, &planned.table.schedule);
@@ -490,6 +498,7 @@ fn record(
                 axis: None,
                 token_axis: token_axis(chain.layouts[k]),
                 hw_axes: hw_axes(chain.layouts[k]),
+                first_pass: Vec::new(),
             }
         })
         .collect();

@@ -46,6 +46,37 @@ pub struct RowChain {
     pub folded: Vec<NodeId>,
     /// The shared nodes: recomputed per block and also kept whole for readers outside.
     pub shared: Vec<NodeId>,
+    /// The DynamicQuantizeLinear whose input the chain makes, when it has one (see
+    /// [`RowRules::two_pass`]).
+    pub first_pass: Option<FirstPass>,
+}
+
+/// A chain's DynamicQuantizeLinear quantized in two passes: a first pass of the blocks runs
+/// the nodes making its input (the `prefix`) for their rows' minimum and maximum, the scale
+/// and zero point come from the extremes of all blocks, and the second pass runs the whole
+/// chain, each block quantizing its rows by them. The minimum of the blocks' minima is the
+/// whole input's, so the integers are the ones the whole operator makes. A block whose rows
+/// the first pass keeps is not recomputed; every other block recomputes the prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstPass {
+    /// The quantizer's index in the chain's nodes.
+    pub quantizer: usize,
+    /// The indices of the chain's nodes its input is made from, in execution order.
+    pub prefix: Vec<usize>,
+}
+
+/// The rules a row chain is built by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RowRules {
+    /// The default domain's opset.
+    pub opset: i64,
+    /// The rule set of the row table.
+    pub set: RuleSet,
+    /// Which producers read elsewhere the chain may recompute per block.
+    pub recompute: Recompute,
+    /// Whether the chain may grow through the input of its latest DynamicQuantizeLinear, which
+    /// is then quantized in two passes ([`FirstPass`]) instead of made whole before the chain.
+    pub two_pass: bool,
 }
 
 /// Which cheap producers a chain may recompute per block while their output stays whole for
@@ -83,19 +114,34 @@ impl<'a> RowOrder<'a> {
     }
 }
 
+impl From<(i64, RuleSet, Recompute)> for RowRules {
+    /// The rules of an opset, a rule set and a recomputation policy, in one pass.
+    fn from((opset, set, recompute): (i64, RuleSet, Recompute)) -> RowRules {
+        RowRules {
+            opset,
+            set,
+            recompute,
+            two_pass: false,
+        }
+    }
+}
+
 /// The row chain making the output of the node at step `end` of `order`, cut along `axis` of
-/// that output, from nodes at steps `≥ start`, by the row table's `rules` (the default
-/// domain's opset, the rule set, and which producers it may recompute); `allowed` says which
-/// nodes may be split. `None` unless it has at least two nodes.
+/// that output, from nodes at steps `≥ start`, by `rules`; `allowed` says which nodes may be
+/// split. `None` unless it has at least two nodes.
 pub fn row_chain(
     graph: &Graph,
     order: &RowOrder,
     [start, end]: [usize; 2],
     axis: usize,
-    (opset, set, recompute): (i64, RuleSet, Recompute),
+    rules: impl Into<RowRules>,
     allowed: &dyn Fn(NodeId) -> bool,
 ) -> Option<RowChain> {
-    let rules = (opset, set);
+    let rules: RowRules = rules.into();
+    let RowRules { recompute, .. } = rules;
+    let table = (rules.opset, rules.set);
+    // The DynamicQuantizeLinear quantized in two passes, once the walk has met it.
+    let mut quantizer: Option<NodeId> = None;
     let seed = order.nodes[end];
     let output = graph.nodes[seed].outputs.first().copied().flatten()?;
     if crate::split::rules::shape_of(graph, output)?
@@ -158,7 +204,7 @@ pub fn row_chain(
                 share = true;
             }
         }
-        let Some(rule) = row_rule(graph, node, axis, rules) else {
+        let Some(mut rule) = row_rule(graph, node, axis, table) else {
             continue;
         };
         // Only the last node may make several blocked tensors (a Split's parts); a
@@ -168,6 +214,15 @@ pub fn row_chain(
         let whole_scale = rule.fixup == Fixup::WholeScale;
         if (id != seed && several && !whole_scale) || (id == seed && whole_scale) {
             continue;
+        }
+        // The walk meets the latest DynamicQuantizeLinear first: with two passes, the chain
+        // grows through its input.
+        if whole_scale && rules.two_pass && quantizer.is_none() {
+            rule = RowRule {
+                reads: vec![RowRead::Rows(axis)],
+                fixup: Fixup::TwoPass,
+            };
+            quantizer = Some(id);
         }
         // Rows map one to one, but for a Reshape's in proportion (see its rule).
         let extent = crate::split::rules::shape_of(graph, out)?
@@ -205,6 +260,16 @@ pub fn row_chain(
     }
     if members.len() < 2 {
         return None;
+    }
+    // A quantizer whose input the chain does not make takes its scale from the whole input.
+    let input_of = |q: NodeId| graph.nodes[q].inputs[0].and_then(|v| graph.values[v].producer);
+    if let Some(q) = quantizer.filter(|&q| !input_of(q).is_some_and(|p| members.contains_key(&p))) {
+        let entry = members.get_mut(&q).expect("the quantizer joined");
+        entry.0 = RowRule {
+            reads: vec![RowRead::RowsOfWhole(entry.1)],
+            fixup: Fixup::WholeScale,
+        };
+        quantizer = None;
     }
     // Folded Shape readers: of the members' outputs other than the chain's output and the
     // shared nodes' (which stay).
@@ -244,6 +309,7 @@ pub fn row_chain(
     }
     let mut shared: Vec<NodeId> = shared.into_iter().collect();
     shared.sort_unstable();
+    let first_pass = quantizer.map(|q| first_pass(graph, &nodes, q));
     Some(RowChain {
         nodes,
         rules,
@@ -253,7 +319,29 @@ pub fn row_chain(
         outputs,
         folded,
         shared,
+        first_pass,
     })
+}
+
+/// The first pass of a chain (its `nodes`, in execution order) through the quantizer `q`: the
+/// chain's nodes its input is made from.
+fn first_pass(graph: &Graph, nodes: &[NodeId], q: NodeId) -> FirstPass {
+    let index: FxHashMap<NodeId, usize> = nodes.iter().enumerate().map(|(k, &n)| (n, k)).collect();
+    let mut inside = vec![false; nodes.len()];
+    let mut stack = vec![q];
+    while let Some(n) = stack.pop() {
+        for &v in graph.nodes[n].inputs.iter().flatten() {
+            let maker = graph.values[v].producer.and_then(|p| index.get(&p).copied());
+            if let Some(k) = maker.filter(|&k| !inside[k]) {
+                inside[k] = true;
+                stack.push(nodes[k]);
+            }
+        }
+    }
+    FirstPass {
+        quantizer: index[&q],
+        prefix: (0..nodes.len()).filter(|&k| inside[k]).collect(),
+    }
 }
 
 impl RowChain {

@@ -24,7 +24,7 @@ use super::region::Span;
 use super::{Spend, Spent};
 use crate::emit::{SplitChain, SplitNode};
 use crate::split::TrialPlan;
-use chain::{Recompute, RowChain, RowOrder, row_chain};
+use chain::{FirstPass, Recompute, RowChain, RowOrder, RowRules, row_chain};
 use rules::RuleSet;
 
 /// Both rule sets: each chain is built with each, and both are candidates.
@@ -47,21 +47,87 @@ pub struct Blocking {
     pub blocks: Vec<Span>,
     /// The estimated arena once blocked.
     pub estimate: u64,
+    /// The estimate of the chain's own part (without the peak elsewhere).
+    pub inside: u64,
     /// The schedule step of the chain's first node of its own (a shared node runs earlier,
     /// where it stays for its other readers).
     pub start: usize,
+    /// With a [`FirstPass`], how many of the last blocks the first pass keeps for the second
+    /// (the others recompute the prefix); 0 otherwise.
+    pub keep: usize,
+    /// The multiply-accumulates the blocks recompute (the prefix of each block not kept).
+    pub extra_macs: u64,
+}
+
+impl Blocking {
+    /// This blocking with as few blocks kept as `allowance` extra MACs allow (its least arena
+    /// for that allowance); unchanged without a first pass.
+    pub fn within(&self, graph: &crate::ir::Graph, allowance: u64) -> Blocking {
+        let Some(first) = &self.chain.first_pass else {
+            return self.clone();
+        };
+        let keep = least_keep(graph, &self.chain, first, &self.blocks, allowance);
+        Blocking {
+            keep,
+            extra_macs: recomputed_macs(graph, &self.chain, first, &self.blocks, keep),
+            ..self.clone()
+        }
+    }
+
+    /// The rows the second pass recomputes: those of the blocks the first pass does not keep.
+    pub fn recomputed_rows(&self) -> i64 {
+        let recomputed = self.blocks.len() - self.keep;
+        self.blocks[..recomputed].iter().map(|b| b.len()).sum()
+    }
+}
+
+/// The multiply-accumulates the prefix of `first` recomputes in the blocks not kept (`keep`:
+/// the last blocks the first pass keeps): each node's MACs in proportion to the rows.
+pub fn recomputed_macs(
+    graph: &crate::ir::Graph,
+    chain: &RowChain,
+    first: &FirstPass,
+    blocks: &[Span],
+    keep: usize,
+) -> u64 {
+    let rows: i64 = blocks[..blocks.len() - keep].iter().map(|b| b.len()).sum();
+    first
+        .prefix
+        .iter()
+        .map(|&k| {
+            let node = &graph.nodes[chain.nodes[k]];
+            let macs = crate::split::macs::node_macs(graph, node) as u128;
+            (macs * rows as u128 / chain.rows as u128) as u64
+        })
+        .sum()
+}
+
+/// The fewest last blocks the first pass may keep so the others' recomputation fits
+/// `allowance` (all of them when none may be recomputed).
+fn least_keep(
+    graph: &crate::ir::Graph,
+    chain: &RowChain,
+    first: &FirstPass,
+    blocks: &[Span],
+    allowance: u64,
+) -> usize {
+    (0..=blocks.len())
+        .find(|&keep| recomputed_macs(graph, chain, first, blocks, keep) <= allowance)
+        .unwrap_or(blocks.len())
 }
 
 /// The row chains through the `hot` steps of the plan (where the live bytes peak, or under a
 /// budget the steps whose operands exceed it), each with its best block count by estimate
 /// (`live`: bytes live per step); `allowed` says which nodes may be split; each chain is
-/// built with each rule set of `sets`, recomputing what `recompute` allows. Each chain
-/// built and each estimate is charged to `spend`.
+/// built with each rule set of `sets`, recomputing what `recompute` allows, quantizing in
+/// two passes when `two_pass` says so with as few blocks kept as `allowance` extra MACs
+/// allow. Each chain built and each estimate is charged to `spend`.
 pub fn candidates(
     planned: &TrialPlan,
     (live, hot): (&[u64], &[usize]),
     allowed: &dyn Fn(usize) -> bool,
-    (sets, recompute, spend): (&[RuleSet], Recompute, Spend),
+    (sets, recompute, two_pass): (&[RuleSet], Recompute, bool),
+    (allowance, spend): (u64, Spend),
 ) -> Result<Vec<Blocking>, Spent> {
     let graph = &planned.model.graph;
     let order = &planned.table.schedule;
@@ -82,7 +148,12 @@ pub fn candidates(
             for (axis, &set) in (0..shape.len()).flat_map(|a| sets.iter().map(move |s| (a, s))) {
                 // Hot steps close together reach the same ends: each chain is built once.
                 if let Entry::Vacant(slot) = built.entry((end, axis, set)) {
-                    let rules = (opset, set, recompute);
+                    let rules = RowRules {
+                        opset,
+                        set,
+                        recompute,
+                        two_pass,
+                    };
                     let chain = row_chain(graph, &steps, [0, end], axis, rules, allowed);
                     let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
                     if !spend(visits * UNITS_PER_NODE_VISIT) {
@@ -111,18 +182,28 @@ pub fn candidates(
                     .iter()
                     .filter(|&&n| n <= chain.rows)
                     .map(|&n| {
-                        let blocks = Span::parts(chain.rows, n);
+                        let blocking = Blocking {
+                            chain: chain.clone(),
+                            blocks: Span::parts(chain.rows, n),
+                            estimate: 0,
+                            inside: 0,
+                            start,
+                            keep: 0,
+                            extra_macs: 0,
+                        }
+                        .within(graph, allowance);
+                        let table = &planned.table;
+                        let steps = [start, end];
                         let (estimate, inside) =
-                            estimate::estimate(graph, &planned.table, live, chain, n, [start, end]);
-                        (estimate, inside, n, blocks)
+                            estimate::estimate(graph, table, live, &blocking, steps);
+                        (estimate, inside, n, blocking)
                     })
-                    .min_by_key(|c| (c.0, c.1, c.2));
-                if let Some((estimate, _, _, blocks)) = best {
+                    .min_by_key(|c| (c.0, c.1, c.3.extra_macs, c.2));
+                if let Some((estimate, inside, _, blocking)) = best {
                     found.push(Blocking {
-                        chain: chain.clone(),
-                        blocks,
                         estimate,
-                        start,
+                        inside,
+                        ..blocking
                     });
                 }
             }
@@ -156,22 +237,39 @@ pub fn record(
     };
     let last = chain.nodes.len() - 1;
     let tiles = regions(chain.nodes[last], chain.axes[last]);
+    // A first pass's prefix runs twice in the blocks it does not keep.
+    let recomputed = blocking.recomputed_rows();
+    let twice = |k: usize| {
+        let prefix = chain.first_pass.as_ref().is_some_and(|f| f.prefix.contains(&k));
+        if !prefix {
+            return (0, 0);
+        }
+        let node = &graph.nodes[chain.nodes[k]];
+        let macs = super::macs::node_macs(graph, node) as u128;
+        let extent = node.outputs[0]
+            .and_then(|v| super::rules::shape_of(graph, v))
+            .map_or(chain.rows, |s| s[chain.axes[k]]);
+        let halo = extent / chain.rows * recomputed;
+        (halo, (macs * recomputed as u128 / chain.rows as u128) as u64)
+    };
     let nodes = chain
         .nodes
         .iter()
         .enumerate()
         .map(|(k, &n)| {
             let (node, op_type) = super::search::source_label(graph, origin, labels, n);
+            let (halo, extra_macs) = twice(k);
             SplitNode {
                 node,
                 op_type,
                 tiles: parts.copies[k].clone(),
                 regions: regions(n, chain.axes[k]),
-                halo: 0,
-                extra_macs: 0,
+                halo,
+                extra_macs,
                 axis: Some(chain.axes[k]),
                 token_axis: None,
                 hw_axes: None,
+                first_pass: parts.first_pass.get(k).cloned().unwrap_or_default(),
             }
         })
         .collect();
@@ -179,7 +277,7 @@ pub fn record(
         output: graph.values[chain.output].name.clone(),
         grid: [blocking.blocks.len(), 1],
         tiles,
-        extra_macs: 0,
+        extra_macs: blocking.extra_macs,
         axis: chain.axes.last().copied(),
         token_axis: None,
         hw_axes: None,

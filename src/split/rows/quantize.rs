@@ -18,9 +18,6 @@ use crate::onnx::proto::{NodeProto, TensorProto};
 /// whole of `x`, writing them to `scale` and `zero_point`; `base` prefixes the new names.
 pub fn scale_and_zero_point(e: &mut Glue, x: &str, [scale, zero_point]: [&str; 2], base: &str) {
     let mut steps = Steps { e, base };
-    let zero = steps.float(0.0);
-    let one = steps.float(1.0);
-    let top = steps.float(255.0);
     let reduce = |s: &mut Steps, op_type: &str| {
         let mut node = s.node(op_type, vec![x.to_string()]);
         node.attribute.push(int_attribute("keepdims", 0));
@@ -28,23 +25,25 @@ pub fn scale_and_zero_point(e: &mut Glue, x: &str, [scale, zero_point]: [&str; 2
     };
     let x_min = reduce(&mut steps, "ReduceMin");
     let x_max = reduce(&mut steps, "ReduceMax");
-    let lo = steps.add("Min", [&x_min, &zero]);
-    let hi = steps.add("Max", [&x_max, &zero]);
-    let range = steps.add("Sub", [&hi, &lo]);
-    let ratio = steps.add("Div", [&range, &top]);
-    let flat = steps.add("Equal", [&hi, &lo]);
-    steps.add_to("Where", &[&flat, &one, &ratio], scale);
-    let shift = steps.add("Div", [&lo, scale]);
-    let initial = steps.add("Sub", [&zero, &shift]);
-    let below = steps.add("Min", [&initial, &top]);
-    let clamped = steps.add("Max", [&below, &zero]);
-    let rounded = steps.add("Round", [&clamped]);
-    let mut cast = steps.node("Cast", vec![rounded]);
-    cast.attribute
-        .push(int_attribute("to", i64::from(DType::Uint8.to_onnx())));
-    cast.output = vec![zero_point.to_string()];
-    steps.e.glue.push(cast.name().to_string());
-    steps.e.nodes.push(cast);
+    steps.arithmetic([&x_min, &x_max], [scale, zero_point]);
+}
+
+/// Adds to `e` the nodes computing a DynamicQuantizeLinear's scale and zero point from the
+/// minima and maxima of the blocks of its input (`[minima, maxima]`, scalars): the input's
+/// extremes are the extremes of the blocks'. Writes them to `scale` and `zero_point`; `base`
+/// prefixes the new names.
+pub fn from_extremes(
+    e: &mut Glue,
+    [minima, maxima]: [Vec<String>; 2],
+    [scale, zero_point]: [&str; 2],
+    base: &str,
+) {
+    let mut steps = Steps { e, base };
+    let node = steps.node("Min", minima);
+    let x_min = steps.push(node);
+    let node = steps.node("Max", maxima);
+    let x_max = steps.push(node);
+    steps.arithmetic([&x_min, &x_max], [scale, zero_point]);
 }
 
 /// Adds nodes with fresh names under one base.
@@ -54,6 +53,31 @@ struct Steps<'a> {
 }
 
 impl Steps<'_> {
+    /// The scale and zero point from the input's extremes, written to `scale` and
+    /// `zero_point` (onnxruntime's arithmetic, above).
+    fn arithmetic(&mut self, [x_min, x_max]: [&str; 2], [scale, zero_point]: [&str; 2]) {
+        let zero = self.float(0.0);
+        let one = self.float(1.0);
+        let top = self.float(255.0);
+        let lo = self.add("Min", [x_min, &zero]);
+        let hi = self.add("Max", [x_max, &zero]);
+        let range = self.add("Sub", [&hi, &lo]);
+        let ratio = self.add("Div", [&range, &top]);
+        let flat = self.add("Equal", [&hi, &lo]);
+        self.add_to("Where", &[&flat, &one, &ratio], scale);
+        let shift = self.add("Div", [&lo, scale]);
+        let initial = self.add("Sub", [&zero, &shift]);
+        let below = self.add("Min", [&initial, &top]);
+        let clamped = self.add("Max", [&below, &zero]);
+        let rounded = self.add("Round", [&clamped]);
+        let mut cast = self.node("Cast", vec![rounded]);
+        cast.attribute
+            .push(int_attribute("to", i64::from(DType::Uint8.to_onnx())));
+        cast.output = vec![zero_point.to_string()];
+        self.e.glue.push(cast.name().to_string());
+        self.e.nodes.push(cast);
+    }
+
     /// A float32 scalar initializer holding `value`.
     fn float(&mut self, value: f32) -> String {
         let name = self.e.fresh(self.base, &format!("const_{value}"));

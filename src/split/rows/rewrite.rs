@@ -10,7 +10,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
-use super::super::glue::{Glue, op, splice};
+use super::super::glue::{Glue, int_attribute, op, splice};
 use super::super::region::Span;
 use super::super::rewrite::{Parts, Rewritten};
 use super::chain::RowChain;
@@ -33,6 +33,9 @@ pub struct RowCut<'a> {
     /// is then cut by one Split before the first block (each part a view of it, and the
     /// tensor itself dead once split) rather than sliced per block.
     pub blockwise: Option<u64>,
+    /// With a first pass ([`super::chain::FirstPass`]), how many of the last blocks it keeps
+    /// for the second pass instead of recomputing them.
+    pub keep: usize,
 }
 
 /// Rewrites `proto` (typed as `graph`, nodes run in `order`) so each chain of `cuts` (their
@@ -57,7 +60,10 @@ pub fn rewrite_rows(
         let mut e = Glue::new(proto, graph, &cut.label);
         let scales = whole_scale_names(&mut e, graph, chain);
         copies.push(block_copies(&mut e, (proto, graph), cut, &scales));
-        for (&id, [scale, zero_point]) in &scales {
+        // A two-pass quantizer's scale comes from its first pass, in the rewrite itself.
+        let two_pass = chain.first_pass.as_ref().map(|f| chain.nodes[f.quantizer]);
+        let whole = scales.iter().filter(|(id, _)| Some(**id) != two_pass);
+        for (&id, [scale, zero_point]) in whole {
             let from = e.nodes.len();
             let node = &graph.nodes[id];
             let x = &graph.values[node.inputs[0].expect("a quantized input")].name;
@@ -104,8 +110,9 @@ pub fn rewrite_rows(
         parts: copies
             .into_iter()
             .zip(glue)
-            .map(|(copies, glue)| Parts {
+            .map(|((copies, first_pass), glue)| Parts {
                 copies,
+                first_pass,
                 glue,
                 pools: Vec::new(),
             })
@@ -117,40 +124,141 @@ pub fn rewrite_rows(
 
 /// Adds to `e` one copy of the cut's chain per block (reading slices of the tensors made
 /// before it, with the Concat assembling each output; a DynamicQuantizeLinear's copies are
-/// QuantizeLinear nodes by its whole scale and zero point, named by `scales`); returns, per
-/// chain node, its copies' names.
+/// QuantizeLinear nodes by its whole scale and zero point, named by `scales`), after the
+/// first pass when the chain has one; returns, per chain node, its copies' names and its
+/// first-pass copies' names.
 fn block_copies(
     e: &mut Glue,
     (proto, graph): (&ModelProto, &Graph),
     cut: &RowCut,
     scales: &BTreeMap<NodeId, [String; 2]>,
-) -> Vec<Vec<String>> {
+) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     let (chain, blocks) = (cut.chain, cut.blocks);
-    let old = &proto
-        .graph
-        .as_ref()
-        .expect("a loaded model has a graph")
-        .node;
-    let position: FxHashMap<NodeId, usize> = chain
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(k, &n)| (n, k))
-        .collect();
+    let copier = Copier {
+        graph,
+        old: &proto
+            .graph
+            .as_ref()
+            .expect("a loaded model has a graph")
+            .node,
+        chain,
+        position: chain
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| (n, k))
+            .collect(),
+        scales,
+    };
     let mut copies = vec![Vec::new(); chain.nodes.len()];
+    let mut first_copies = vec![Vec::new(); chain.nodes.len()];
     let mut parts = vec![Vec::with_capacity(blocks.len()); chain.outputs.len()];
     let split = match cut.blockwise {
         Some(alignment) => split_reads(e, graph, cut, alignment),
         None => FxHashMap::default(),
     };
+    let mut slices: Vec<Slices> = (0..blocks.len())
+        .map(|b| {
+            let parts = split.iter();
+            parts.map(|(key, names)| (key.clone(), names[b].clone())).collect()
+        })
+        .collect();
+    // The first pass: each block's prefix, for the extremes of the quantizer's input; the
+    // last `keep` blocks keep what it made for the second pass.
+    let mut kept: Vec<Vec<Option<String>>> = vec![vec![None; chain.nodes.len()]; blocks.len()];
+    if let Some(first) = &chain.first_pass {
+        let quantizer = chain.nodes[first.quantizer];
+        let input = graph.nodes[quantizer].inputs[0].expect("a quantized input");
+        let maker = copier.position[&graph.values[input].producer.expect("made in the chain")];
+        let mut extremes = [Vec::new(), Vec::new()];
+        for (b, &block) in blocks.iter().enumerate() {
+            let tag = format!("p{b}");
+            let mut made = vec![None; chain.nodes.len()];
+            let run = (first.prefix.as_slice(), block, tag.as_str());
+            copier.copy(e, run, (&mut made, &mut slices[b]), &mut first_copies);
+            let x = made[maker].clone().expect("the prefix makes the input");
+            for (k, op_type) in ["ReduceMin", "ReduceMax"].into_iter().enumerate() {
+                let out = e.fresh(&graph.values[input].name, &format!("{tag}/{op_type}"));
+                let name = e.names.fresh(&format!("{out}/node"));
+                let keepdims = vec![int_attribute("keepdims", 0)];
+                e.nodes.push(op(op_type, vec![x.clone()], &out, &name, keepdims));
+                e.glue.push(name);
+                extremes[k].push(out);
+            }
+            if b >= blocks.len() - cut.keep {
+                kept[b] = made;
+            }
+        }
+        let [scale, zero_point] = &scales[&quantizer];
+        let base = copier.base(quantizer);
+        quantize::from_extremes(e, extremes, [scale, zero_point], base);
+    }
     for (b, &block) in blocks.iter().enumerate() {
         let tag = format!("r{b}");
-        let mut made: Vec<String> = Vec::with_capacity(chain.nodes.len());
-        let mut slices: FxHashMap<(String, usize), String> = split
-            .iter()
-            .map(|(key, names)| (key.clone(), names[b].clone()))
+        let mut made = std::mem::take(&mut kept[b]);
+        // A kept block runs only the nodes its first pass did not: their first-pass copies are
+        // the block's.
+        for k in (0..chain.nodes.len()).filter(|&k| made[k].is_some()) {
+            copies[k].push(first_copies[k][b].clone());
+        }
+        let run: Vec<usize> = (0..chain.nodes.len())
+            .filter(|&k| made[k].is_none())
             .collect();
-        for (k, &id) in chain.nodes.iter().enumerate() {
+        let outs = copier.copy(e, (&run, block, &tag), (&mut made, &mut slices[b]), &mut copies);
+        for (o, name) in outs.into_iter().filter(|n| !n.is_empty()).enumerate() {
+            parts[o].push(name);
+        }
+    }
+    let axis = *chain.axes.last().expect("a chain has nodes") as i64;
+    for (&v, parts) in chain.outputs.iter().zip(parts) {
+        e.concat(parts, axis, &graph.values[v].name);
+    }
+    (copies, first_copies)
+}
+
+/// A block's slices of the tensors made before its chain, by tensor and axis.
+type Slices = FxHashMap<(String, usize), String>;
+
+/// What copying a row chain's nodes into a block reads.
+struct Copier<'a> {
+    graph: &'a Graph,
+    /// The source model's nodes.
+    old: &'a [NodeProto],
+    chain: &'a RowChain,
+    /// Each chain node's index in the chain.
+    position: FxHashMap<NodeId, usize>,
+    /// The whole scale and zero point of each quantizer of the chain.
+    scales: &'a BTreeMap<NodeId, [String; 2]>,
+}
+
+impl Copier<'_> {
+    /// The name `node`'s copies are based on.
+    fn base(&self, node: NodeId) -> &str {
+        let node = &self.graph.nodes[node];
+        if node.name.is_empty() {
+            &node.op_type
+        } else {
+            &node.name
+        }
+    }
+
+    /// Adds to `e` a copy of the chain's nodes at indices `run` (in order) for the rows
+    /// `block`, tagged `tag`: each reads what an earlier copy of this block `made` (their
+    /// outputs, by chain index, which it extends) or a slice of a tensor made before the
+    /// chain (`slices`, by tensor and axis, which it extends); each copy's name is appended to
+    /// its node's list in `names`. Returns the outputs of the chain's last node's copy (a
+    /// Split's several), if it ran.
+    fn copy(
+        &self,
+        e: &mut Glue,
+        (run, block, tag): (&[usize], Span, &str),
+        (made, slices): (&mut [Option<String>], &mut Slices),
+        names: &mut [Vec<String>],
+    ) -> Vec<String> {
+        let (graph, chain) = (self.graph, self.chain);
+        let mut last = Vec::new();
+        for &k in run {
+            let id = chain.nodes[k];
             let node = &graph.nodes[id];
             let rule = &chain.rules[k];
             let mut inputs = Vec::with_capacity(node.inputs.len());
@@ -170,9 +278,9 @@ fn block_copies(
                     (RowRead::Rows(axis) | RowRead::RowsOfWhole(axis), Some(v)) => {
                         let inside = graph.values[v]
                             .producer
-                            .and_then(|p| position.get(&p).copied());
+                            .and_then(|p| self.position.get(&p).copied());
                         match inside {
-                            Some(j) => made[j].clone(),
+                            Some(j) => made[j].clone().expect("made earlier in the block"),
                             None => {
                                 let source = graph.values[v].name.clone();
                                 slices
@@ -183,7 +291,7 @@ fn block_copies(
                                         let rows = chain.part(extent, block);
                                         let bounds =
                                             [vec![rows.start], vec![rows.end], vec![axis as i64]];
-                                        e.slice(&source, bounds, &tag)
+                                        e.slice(&source, bounds, tag)
                                     })
                                     .clone()
                             }
@@ -192,9 +300,9 @@ fn block_copies(
                 };
                 inputs.push(name);
             }
-            let mut source = old[id].clone();
+            let mut source = self.old[id].clone();
             // A DynamicQuantizeLinear's blocks quantize by the whole scale and zero point.
-            if let Some([scale, zero_point]) = scales.get(&id) {
+            if let Some([scale, zero_point]) = self.scales.get(&id) {
                 source = op("QuantizeLinear", Vec::new(), "", "", Vec::new());
                 inputs.extend([scale.clone(), zero_point.clone()]);
             }
@@ -203,19 +311,12 @@ fn block_copies(
                 .outputs
                 .iter()
                 .take(source.output.len())
-                .map(|o| o.map_or_else(String::new, |v| e.fresh(&graph.values[v].name, &tag)))
+                .map(|o| o.map_or_else(String::new, |v| e.fresh(&graph.values[v].name, tag)))
                 .collect();
-            let out = outs[0].clone();
-            let base = if node.name.is_empty() {
-                &node.op_type
-            } else {
-                &node.name
-            };
-            let node_name = e.fresh(base, &tag);
+            let node_name = e.fresh(self.base(id), tag);
+            made[k] = Some(outs[0].clone());
             if k + 1 == chain.nodes.len() {
-                for (o, name) in outs.iter().filter(|n| !n.is_empty()).enumerate() {
-                    parts[o].push(name.clone());
-                }
+                last.clone_from(&outs);
             }
             e.nodes.push(NodeProto {
                 input: inputs,
@@ -223,17 +324,11 @@ fn block_copies(
                 name: Some(node_name.clone()),
                 ..source
             });
-            copies[k].push(node_name);
-            made.push(out);
+            names[k].push(node_name);
         }
+        last
     }
-    let axis = *chain.axes.last().expect("a chain has nodes") as i64;
-    for (&v, parts) in chain.outputs.iter().zip(parts) {
-        e.concat(parts, axis, &graph.values[v].name);
-    }
-    copies
 }
-
 /// The names of the scale and zero point of each DynamicQuantizeLinear of the chain: its own
 /// outputs', fresh ones for those it omits.
 fn whole_scale_names(
@@ -242,7 +337,8 @@ fn whole_scale_names(
     chain: &RowChain,
 ) -> BTreeMap<NodeId, [String; 2]> {
     let quantizers = chain.nodes.iter().zip(&chain.rules);
-    let quantizers = quantizers.filter(|(_, r)| r.fixup == Fixup::WholeScale);
+    let quantizers =
+        quantizers.filter(|(_, r)| matches!(r.fixup, Fixup::WholeScale | Fixup::TwoPass));
     quantizers
         .map(|(&id, _)| {
             let node = &graph.nodes[id];

@@ -43,6 +43,11 @@ pub enum Fixup {
     /// from the whole input ([`super::quantize`]), and each block quantizes its rows with a
     /// QuantizeLinear by them. Its other outputs may be read outside the chain.
     WholeScale,
+    /// A DynamicQuantizeLinear whose input the chain itself makes (a chain built with
+    /// [`super::chain::RowRules::two_pass`]): its input is read in rows, a first pass of the
+    /// blocks computes them for their extremes, and the scale and zero point come from those;
+    /// each block of the second pass quantizes its rows by them (see [`super::chain::FirstPass`]).
+    TwoPass,
 }
 
 /// The rule of one node for one output axis.
