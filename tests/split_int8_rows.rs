@@ -750,6 +750,8 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
     let first_pass = nodes.iter().filter(|n| n.get("first_pass").is_some());
     let ops: Vec<&str> = first_pass.map(|n| n["op_type"].as_str().unwrap()).collect();
     assert!(ops.contains(&"MatMulInteger"), "first-pass nodes: {ops:?}");
+    // The table, first passes included, is what the schema describes.
+    assert_eq!(common::schema_errors(&table), Vec::<String>::new());
     common::assert_verifies(&out, &table_path);
     let Some(python) = common::ort_python() else {
         eprintln!("SKIPPED arena run: no Python with onnxruntime");
