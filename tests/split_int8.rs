@@ -275,17 +275,7 @@ fn two_by_two_tiles_of_a_qlinearconv_chain_are_bit_identical() {
     assert!(g.node.iter().all(|n| n.op_type() != "Pad"));
     let split = dir.path().join("qlinear_chain.split.onnx");
     write_model(&rewritten.model, &split);
-    let plan = common::run_cli(&[
-        "plan",
-        split.to_str().unwrap(),
-        "-o",
-        dir.path().join("p.onnx").to_str().unwrap(),
-    ]);
-    assert!(
-        plan.status.success(),
-        "{}",
-        String::from_utf8_lossy(&plan.stderr)
-    );
+    common::assert_plans(dir.path(), &split);
     bit_identical_in_onnxruntime(&original, &split);
 }
 

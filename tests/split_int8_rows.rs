@@ -142,17 +142,7 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     assert_eq!((count("ReduceMin"), count("ReduceMax")), (1, 1));
 
     // The rewritten model plans and verifies, and matches the original bit for bit.
-    let plan = common::run_cli(&[
-        "plan",
-        split.to_str().unwrap(),
-        "-o",
-        dir.path().join("p.onnx").to_str().unwrap(),
-    ]);
-    assert!(
-        plan.status.success(),
-        "{}",
-        String::from_utf8_lossy(&plan.stderr)
-    );
+    common::assert_plans(dir.path(), &split);
     assert_bit_identical(&original, &split, &["normal"]);
 }
 
@@ -295,17 +285,7 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
         .collect();
     assert_eq!(shapes, vec![vec![1, 4, 8]; 7]);
 
-    let plan = common::run_cli(&[
-        "plan",
-        split.to_str().unwrap(),
-        "-o",
-        dir.path().join("p.onnx").to_str().unwrap(),
-    ]);
-    assert!(
-        plan.status.success(),
-        "{}",
-        String::from_utf8_lossy(&plan.stderr)
-    );
+    common::assert_plans(dir.path(), &split);
     assert_bit_identical(
         &original,
         &split,
@@ -663,17 +643,7 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
     };
     assert_eq!(made("QLinearMatMul"), vec![vec![4, 32]; 4]);
     assert_eq!(made("QGemm"), vec![vec![4, 8]; 4]);
-    let plan = common::run_cli(&[
-        "plan",
-        split.to_str().unwrap(),
-        "-o",
-        dir.path().join("p.onnx").to_str().unwrap(),
-    ]);
-    assert!(
-        plan.status.success(),
-        "{}",
-        String::from_utf8_lossy(&plan.stderr)
-    );
+    common::assert_plans(dir.path(), &split);
     assert_bit_identical(&original, &split, &["normal", "positive", "negative"]);
 
     // A per-row scale of A (one per row of Xq: [16]) differs between blocks: the chain stops

@@ -76,13 +76,17 @@ impl Blocking {
 
     /// The rows the second pass recomputes: those of the blocks the first pass does not keep.
     pub fn recomputed_rows(&self) -> i64 {
-        let recomputed = self.blocks.len() - self.keep;
-        self.blocks[..recomputed].iter().map(|b| b.len()).sum()
+        recomputed_rows(&self.blocks, self.keep)
     }
 }
 
+/// The rows of `blocks` but the last `keep`.
+fn recomputed_rows(blocks: &[Span], keep: usize) -> i64 {
+    blocks[..blocks.len() - keep].iter().map(|b| b.len()).sum()
+}
+
 /// The multiply-accumulates the prefix of `first` recomputes in the blocks not kept (`keep`:
-/// the last blocks the first pass keeps): each node's MACs in proportion to the rows.
+/// the last blocks the first pass keeps).
 pub fn recomputed_macs(
     graph: &crate::ir::Graph,
     chain: &RowChain,
@@ -90,16 +94,16 @@ pub fn recomputed_macs(
     blocks: &[Span],
     keep: usize,
 ) -> u64 {
-    let rows: i64 = blocks[..blocks.len() - keep].iter().map(|b| b.len()).sum();
-    first
-        .prefix
-        .iter()
-        .map(|&k| {
-            let node = &graph.nodes[chain.nodes[k]];
-            let macs = crate::split::macs::node_macs(graph, node) as u128;
-            (macs * rows as u128 / chain.rows as u128) as u64
-        })
-        .sum()
+    let rows = recomputed_rows(blocks, keep);
+    let each = first.prefix.iter();
+    each.map(|&k| node_recomputed_macs(graph, chain, k, rows)).sum()
+}
+
+/// The multiply-accumulates chain node `k` repeats when it runs again for `rows` of the
+/// chain's rows: its MACs in proportion to the rows.
+fn node_recomputed_macs(graph: &crate::ir::Graph, chain: &RowChain, k: usize, rows: i64) -> u64 {
+    let macs = crate::split::macs::node_macs(graph, &graph.nodes[chain.nodes[k]]) as u128;
+    (macs * rows as u128 / chain.rows as u128) as u64
 }
 
 /// The fewest last blocks the first pass may keep so the others' recomputation fits
@@ -244,13 +248,11 @@ pub fn record(
         if !prefix {
             return (0, 0);
         }
-        let node = &graph.nodes[chain.nodes[k]];
-        let macs = super::macs::node_macs(graph, node) as u128;
-        let extent = node.outputs[0]
+        let extent = graph.nodes[chain.nodes[k]].outputs[0]
             .and_then(|v| super::rules::shape_of(graph, v))
             .map_or(chain.rows, |s| s[chain.axes[k]]);
         let halo = extent / chain.rows * recomputed;
-        (halo, (macs * recomputed as u128 / chain.rows as u128) as u64)
+        (halo, node_recomputed_macs(graph, chain, k, recomputed))
     };
     let nodes = chain
         .nodes
