@@ -160,13 +160,16 @@ impl Model {
 }
 
 /// One search state: an executed set (with its Zobrist key), the bytes live after it, the
-/// best peak reaching it, and the nodes ready to run.
+/// best peak reaching it, and the nodes ready to run (with what each frees, once known).
+#[derive(Default)]
 struct State {
     done: Vec<u64>,
     key: u64,
     live: u64,
     peak: u64,
     ready: Vec<NodeId>,
+    /// Per ready node: its [`freed_by`] once computed.
+    freed: Vec<Option<(u64, u64)>>,
 }
 
 /// How a state was reached: its parent's index in the previous level, and the node run.
@@ -261,21 +264,40 @@ pub fn frontier_order(
         live: start_live,
         peak: start_live,
         ready: (0..n).filter(|&id| model.preds[id].is_empty()).collect(),
+        freed: Vec::new(),
     }];
+    current[0].freed = vec![None; current[0].ready.len()];
     let mut trail: Vec<Vec<Step>> = Vec::with_capacity(n);
     let mut exact = true;
     let mut moves: Vec<(NodeId, u64, u64)> = Vec::new();
     let mut spent = 0usize;
+    // Reused from level to level: the candidates, their index, the states a level left
+    // behind (their vectors refilled), and the scratch of `advance`.
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut index = KeyMap::default();
+    let mut spare: Vec<State> = Vec::new();
+    let mut scratch = Scratch {
+        made: Vec::new(),
+        mark: vec![0; model.bytes.len()],
+        tick: 0,
+    };
     for level in 0..n {
         // Every move from every state, merged by executed set (keeping the lower peak).
-        let mut candidates: Vec<Candidate> = Vec::new();
-        let mut index = KeyMap::default();
-        for (parent, state) in current.iter().enumerate() {
+        candidates.clear();
+        index.clear();
+        for parent in 0..current.len() {
             // A node that raises neither the live bytes nor the peak goes first, alone: the
             // first such in ready order, once found the others' moves are not needed.
             moves.clear();
-            for &v in &state.ready {
-                let (live, transient) = step(&model, state, v);
+            let state = &mut current[parent];
+            for i in 0..state.ready.len() {
+                let v = state.ready[i];
+                let freed = match state.freed[i] {
+                    Some(freed) => freed,
+                    None => freed_by(&model, state, v),
+                };
+                state.freed[i] = Some(freed);
+                let (live, transient) = state.after(&model, v, freed);
                 if live <= state.live && transient <= state.peak {
                     moves.clear();
                     moves.push((v, live, transient));
@@ -283,6 +305,7 @@ pub fn frontier_order(
                 }
                 moves.push((v, live, transient));
             }
+            let state = &current[parent];
             for &(v, live, transient) in &moves {
                 let candidate = Candidate {
                     key: state.key ^ zobrist[v],
@@ -325,23 +348,13 @@ pub fn frontier_order(
             candidates.select_nth_unstable_by_key(width - 1, |c| (c.peak, c.live));
             candidates.truncate(width);
         }
-        let next: Vec<State> = candidates
-            .iter()
-            .map(|c| {
-                let parent = &current[c.parent as usize];
-                let v = c.node as usize;
-                let mut done = parent.done.clone();
-                done[v / 64] |= 1 << (v % 64);
-                let ready = next_ready(&model, parent, v, &done);
-                State {
-                    done,
-                    key: c.key,
-                    live: c.live,
-                    peak: c.peak,
-                    ready,
-                }
-            })
-            .collect();
+        let mut next: Vec<State> = Vec::with_capacity(candidates.len());
+        for c in &candidates {
+            let mut state = spare.pop().unwrap_or_default();
+            advance(&model, &current[c.parent as usize], c, &mut state, &mut scratch);
+            next.push(state);
+        }
+        spare.append(&mut current);
         trail.push(
             candidates
                 .iter()
@@ -372,8 +385,9 @@ pub fn frontier_order(
     }
 }
 
-/// Live bytes after running `v` from `state`, and the bytes live while it runs.
-fn step(model: &Model, state: &State, v: NodeId) -> (u64, u64) {
+/// The bytes running `v` from `state` frees, and those its output may overwrite in place.
+/// They change only when a step reading one of `v`'s buffers runs (see [`advance`]).
+fn freed_by(model: &Model, state: &State, v: NodeId) -> (u64, u64) {
     let dies = |b: usize| {
         !model.pinned[b]
             && model.producer[b].is_none_or(|p| has(&state.done, p))
@@ -398,30 +412,82 @@ fn step(model: &Model, state: &State, v: NodeId) -> (u64, u64) {
     } else {
         0
     };
-    (state.live + out - freed, state.live + out - saving)
+    (freed, saving)
 }
 
-/// The ready nodes once `v` has run from `state` (`done` with `v`), in increasing order: the
-/// state's (already in order) without `v`, merged with the successors `v` made ready.
-fn next_ready(model: &Model, state: &State, v: NodeId, done: &[u64]) -> Vec<NodeId> {
-    let mut made: Vec<NodeId> = model.succs[v]
-        .iter()
-        .copied()
-        .filter(|&s| model.preds[s].iter().all(|&p| has(done, p)))
-        .collect();
-    made.sort_unstable();
-    let mut ready = Vec::with_capacity(state.ready.len() + made.len());
-    let mut kept = state.ready.iter().copied().filter(|&r| r != v).peekable();
-    let mut made = made.into_iter().peekable();
-    while let (Some(&a), Some(&b)) = (kept.peek(), made.peek()) {
-        match a <= b {
-            true => ready.push(kept.next().expect("peeked")),
-            false => ready.push(made.next().expect("peeked")),
-        }
+impl State {
+    /// Live bytes after running `v` (which frees `freed`, see [`freed_by`]) from this
+    /// state, and the bytes live while it runs.
+    fn after(&self, model: &Model, v: NodeId, (freed, saving): (u64, u64)) -> (u64, u64) {
+        let out = model.writes[v];
+        (self.live + out - freed, self.live + out - saving)
     }
-    ready.extend(kept);
-    ready.extend(made);
-    ready
+}
+
+/// Scratch space of [`advance`]: the successors a move made ready, and a mark per buffer
+/// (`tick` for those the move read).
+struct Scratch {
+    made: Vec<NodeId>,
+    mark: Vec<u64>,
+    tick: u64,
+}
+
+/// Fills `state` (its vectors reused) with the state `candidate` reaches from `parent`: the
+/// executed set with its node, and the ready nodes (the parent's without it, merged with the
+/// successors it made ready, in increasing order). A ready node keeps the parent's
+/// [`freed_by`] unless it reads a buffer the node read: only then can one of its inputs die
+/// sooner.
+fn advance(
+    model: &Model,
+    parent: &State,
+    candidate: &Candidate,
+    state: &mut State,
+    scratch: &mut Scratch,
+) {
+    let v = candidate.node as usize;
+    state.done.clear();
+    state.done.extend_from_slice(&parent.done);
+    state.done[v / 64] |= 1 << (v % 64);
+    (state.key, state.live, state.peak) = (candidate.key, candidate.live, candidate.peak);
+    scratch.tick += 1;
+    let tick = scratch.tick;
+    for &b in &model.reads[v] {
+        scratch.mark[b] = tick;
+    }
+    let made = &mut scratch.made;
+    made.clear();
+    made.extend(
+        model.succs[v]
+            .iter()
+            .copied()
+            .filter(|&s| model.preds[s].iter().all(|&p| has(&state.done, p))),
+    );
+    made.sort_unstable();
+    state.ready.clear();
+    state.freed.clear();
+    let mark = &scratch.mark;
+    let kept = parent
+        .ready
+        .iter()
+        .zip(&parent.freed)
+        .filter(|&(&r, _)| r != v)
+        .map(|(&r, &freed)| {
+            let touched = model.reads[r].iter().any(|&b| mark[b] == tick);
+            (r, freed.filter(|_| !touched))
+        });
+    let mut kept = kept.peekable();
+    let mut made = made.iter().map(|&s| (s, None)).peekable();
+    loop {
+        let next = match (kept.peek(), made.peek()) {
+            (Some(&(a, _)), Some(&(b, _))) if a <= b => kept.next(),
+            (Some(_), Some(_)) => made.next(),
+            (Some(_), None) => kept.next(),
+            (None, _) => made.next(),
+        };
+        let Some((r, freed)) = next else { break };
+        state.ready.push(r);
+        state.freed.push(freed);
+    }
 }
 
 #[cfg(test)]
@@ -445,9 +511,10 @@ mod tests {
             live: start_live,
             peak: start_live,
             ready: Vec::new(),
+            freed: Vec::new(),
         };
         for &v in order {
-            state.live = step(model, &state, v).0;
+            state.live = state.after(model, v, freed_by(model, &state, v)).0;
             state.done[v / 64] |= 1 << (v % 64);
         }
         state.live
