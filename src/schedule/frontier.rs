@@ -278,7 +278,7 @@ pub fn frontier_order(
     let mut spare: Vec<State> = Vec::new();
     let mut scratch = Scratch {
         made: Vec::new(),
-        mark: vec![0; model.bytes.len()],
+        mark: vec![0; n],
         tick: 0,
     };
     for level in 0..n {
@@ -424,8 +424,8 @@ impl State {
     }
 }
 
-/// Scratch space of [`advance`]: the successors a move made ready, and a mark per buffer
-/// (`tick` for those the move read).
+/// Scratch space of [`advance`]: the successors a move made ready, and a mark per step
+/// (`tick` for those reading a buffer the move read).
 struct Scratch {
     made: Vec<NodeId>,
     mark: Vec<u64>,
@@ -452,7 +452,9 @@ fn advance(
     scratch.tick += 1;
     let tick = scratch.tick;
     for &b in &model.reads[v] {
-        scratch.mark[b] = tick;
+        for &r in &model.readers[b] {
+            scratch.mark[r] = tick;
+        }
     }
     let made = &mut scratch.made;
     made.clear();
@@ -465,28 +467,25 @@ fn advance(
     made.sort_unstable();
     state.ready.clear();
     state.freed.clear();
-    let mark = &scratch.mark;
-    let kept = parent
-        .ready
-        .iter()
-        .zip(&parent.freed)
-        .filter(|&(&r, _)| r != v)
-        .map(|(&r, &freed)| {
-            let touched = model.reads[r].iter().any(|&b| mark[b] == tick);
-            (r, freed.filter(|_| !touched))
-        });
-    let mut kept = kept.peekable();
-    let mut made = made.iter().map(|&s| (s, None)).peekable();
-    loop {
-        let next = match (kept.peek(), made.peek()) {
-            (Some(&(a, _)), Some(&(b, _))) if a <= b => kept.next(),
-            (Some(_), Some(_)) => made.next(),
-            (Some(_), None) => kept.next(),
-            (None, _) => made.next(),
-        };
-        let Some((r, freed)) = next else { break };
+    state.ready.reserve(parent.ready.len() + made.len());
+    state.freed.reserve(parent.ready.len() + made.len());
+    // Merged in increasing order: the successors made ready (none already ready) go before
+    // the first kept node above them.
+    let mut made = made.iter().copied().peekable();
+    for (&r, &freed) in parent.ready.iter().zip(&parent.freed) {
+        if r == v {
+            continue;
+        }
+        while let Some(s) = made.next_if(|&s| s < r) {
+            state.ready.push(s);
+            state.freed.push(None);
+        }
         state.ready.push(r);
-        state.freed.push(freed);
+        state.freed.push(freed.filter(|_| scratch.mark[r] != tick));
+    }
+    for s in made {
+        state.ready.push(s);
+        state.freed.push(None);
     }
 }
 
