@@ -7,7 +7,7 @@ use super::bands::assembled_inputs;
 use super::chain::{Chain, Read};
 use super::region::{Span, area, full};
 use super::rules::shape_of;
-use super::tiling::{Tile, TileRef, Tiling, first_row_read};
+use super::tiling::{TileRef, Tiling, first_row_read};
 use crate::emit::Table;
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -362,83 +362,12 @@ impl ChainEstimate {
     /// plus the rows carried from the tile before. It depends on the chain's signature
     /// ([`super::cuts::Cuts::signature`]) and the grid only, so the memo keeps it.
     pub fn by_tile(&self, chain: &Chain, tiling: &Tiling) -> Vec<u64> {
-        if let (false, Some(strips)) = (tiling.streamed, tiling.strips()) {
-            return self.crossed_by_tile(chain, tiling, strips);
-        }
         let carried = self.carried_by_tile(chain, tiling);
         tiling
             .each()
             .zip(carried)
             .map(|(tile, carried)| self.tile_peak(chain, tile) + carried)
             .collect()
-    }
-
-    /// [`Self::by_tile`] of a grid crossing `rows` and `cols` (not streamed: no rows carried). A
-    /// tile's peak reads its strips only through [`Self::strip_key`], so the tiles whose row
-    /// strips have equal keys and whose column strips have equal keys (a grid's inner tiles)
-    /// have equal peaks: each is computed once.
-    fn crossed_by_tile(
-        &self,
-        chain: &Chain,
-        tiling: &Tiling,
-        (rows, cols): (&[Tile], &[Tile]),
-    ) -> Vec<u64> {
-        // Each strip's class, and a strip of each class.
-        let classes = |strips: &[Tile], axis: usize| {
-            let mut keys: Vec<Vec<i64>> = Vec::new();
-            let mut first: Vec<usize> = Vec::new();
-            let class: Vec<usize> = strips
-                .iter()
-                .enumerate()
-                .map(|(i, strip)| {
-                    let key = self.strip_key(chain, strip, axis);
-                    keys.iter().position(|k| *k == key).unwrap_or_else(|| {
-                        keys.push(key);
-                        first.push(i);
-                        keys.len() - 1
-                    })
-                })
-                .collect();
-            (class, first)
-        };
-        let (row_class, row_first) = classes(rows, 0);
-        let (col_class, col_first) = classes(cols, 1);
-        let tiles: Vec<TileRef> = tiling.each().collect();
-        let width = cols.len();
-        let mut peaks = vec![None; row_first.len() * col_first.len()];
-        let mut peak_of = |r: usize, c: usize| {
-            *peaks[r * col_first.len() + c].get_or_insert_with(|| {
-                self.tile_peak(chain, tiles[row_first[r] * width + col_first[c]])
-            })
-        };
-        (0..rows.len())
-            .flat_map(|i| (0..width).map(move |j| (i, j)))
-            .map(|(i, j)| peak_of(row_class[i], col_class[j]))
-            .collect()
-    }
-
-    /// What [`Self::tile_peak`] reads of a strip along `axis` (0: a row strip, 1: a column
-    /// strip): per chain node the length of what it computes, and per input the length of
-    /// what it reads inside the input and whether that is exactly the region it reads from
-    /// (its producer's computed region, or the whole input); -1 for an input not counted.
-    fn strip_key(&self, chain: &Chain, strip: &Tile, axis: usize) -> Vec<i64> {
-        let mut key = Vec::new();
-        for k in 0..chain.nodes.len() {
-            key.push(strip.computed[k][axis].len());
-            for (i, read) in chain.reads[k].iter().enumerate() {
-                let (Some(need), Some((_, size))) = (strip.reads[k][i], self.inputs[k][i]) else {
-                    key.extend([-1, 0]);
-                    continue;
-                };
-                let want = need[axis].clip(size[axis]);
-                let source = match *read {
-                    Read::Inside(j) => strip.computed[j][axis],
-                    _ => Span::new(0, size[axis]),
-                };
-                key.extend([want.len(), i64::from(want == source)]);
-            }
-        }
-        key
     }
 
     /// The estimated arena with a tiling whose [`Self::by_tile`] is `working` and whose

@@ -79,14 +79,6 @@ impl Tiling {
         listed.iter().map(TileRef::whole).chain(crossed)
     }
 
-    /// The row strips and column strips a grid's tiles cross; `None` for listed tiles.
-    pub fn strips(&self) -> Option<(&[Tile], &[Tile])> {
-        match &self.parts {
-            Parts::Crossed { rows, cols } => Some((rows, cols)),
-            Parts::Listed(_) => None,
-        }
-    }
-
     /// The tiles, row by row.
     pub fn tiles(&self) -> Vec<Tile> {
         self.each().map(|t| t.to_tile()).collect()
