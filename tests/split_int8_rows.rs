@@ -187,7 +187,8 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     // passes, the chain also takes the MatMul and the Relu making H (the prefix, indices 0
     // and 1; the quantizer is index 2). With the last block kept, the first pass runs the
     // prefix in all 4 blocks (4 MatMuls and 4 Relus making [1,4,8] each) and reduces each
-    // block's H rows (4 ReduceMin, 4 ReduceMax); the second recomputes the prefix in the first
+    // block's H rows (4 ReduceMin, 4 ReduceMax, each folded into the extremes so far); the
+    // second recomputes the prefix in the first
     // 3 blocks (3 more MatMuls, 3 more Relus) and quantizes every block by the one scale (4
     // QuantizeLinear, no DynamicQuantizeLinear left). The MatMul makes 16 × 8 outputs of 8
     // MACs, 1,024 MACs; its 12 recomputed rows are 768, the Relu has none. The extremes of
@@ -284,6 +285,33 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
         .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
         .collect();
     assert_eq!(shapes, vec![vec![1, 4, 8]; 7]);
+    // The first pass folds each block's extremes into a running Min and Max right after its
+    // reductions, so a block's H rows die before the next block's MatMul: block 0 reduces,
+    // blocks 1 to 3 reduce and fold (one Min and one Max each, reading a reduction).
+    let folds = |n: &onnx_memplan::ir::Node| {
+        let reduced = |v: &usize| {
+            let producer = graph.values[*v].producer.map(|p| &graph.nodes[p].op_type);
+            producer.is_some_and(|op| op.starts_with("Reduce"))
+        };
+        matches!(n.op_type.as_str(), "Min" | "Max") && n.inputs.iter().flatten().any(reduced)
+    };
+    let first_pass: Vec<&str> = graph
+        .nodes
+        .iter()
+        .filter(|n| {
+            folds(n) || ["MatMul", "Relu", "ReduceMin", "ReduceMax"].contains(&n.op_type.as_str())
+        })
+        .map(|n| n.op_type.as_str())
+        .take(22)
+        .collect();
+    let block = ["MatMul", "Relu", "ReduceMin", "Min", "ReduceMax", "Max"];
+    let expected = [
+        &["MatMul", "Relu", "ReduceMin", "ReduceMax"][..],
+        &block,
+        &block,
+        &block,
+    ];
+    assert_eq!(first_pass, expected.concat());
 
     common::assert_plans(dir.path(), &split);
     assert_bit_identical(

@@ -29,21 +29,15 @@ pub fn scale_and_zero_point(e: &mut Glue, x: &str, [scale, zero_point]: [&str; 2
 }
 
 /// Adds to `e` the nodes computing a DynamicQuantizeLinear's scale and zero point from the
-/// minima and maxima of the blocks of its input (`[minima, maxima]`, scalars): the input's
-/// extremes are the extremes of the blocks'. Writes them to `scale` and `zero_point`; `base`
-/// prefixes the new names.
+/// minimum and maximum of its input (`[x_min, x_max]`, scalars, which a first pass folds from
+/// its blocks'). Writes them to `scale` and `zero_point`; `base` prefixes the new names.
 pub fn from_extremes(
     e: &mut Glue,
-    [minima, maxima]: [Vec<String>; 2],
+    [x_min, x_max]: [String; 2],
     [scale, zero_point]: [&str; 2],
     base: &str,
 ) {
-    let mut steps = Steps { e, base };
-    let node = steps.node("Min", minima);
-    let x_min = steps.push(node);
-    let node = steps.node("Max", maxima);
-    let x_max = steps.push(node);
-    steps.arithmetic([&x_min, &x_max], [scale, zero_point]);
+    Steps { e, base }.arithmetic([&x_min, &x_max], [scale, zero_point]);
 }
 
 /// Adds nodes with fresh names under one base.

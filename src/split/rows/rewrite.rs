@@ -17,7 +17,7 @@ use super::chain::RowChain;
 use super::quantize;
 use super::rules::{Fixup, RowRead};
 use crate::ir::{Graph, NodeId};
-use crate::onnx::proto::{ModelProto, NodeProto};
+use crate::onnx::proto::{AttributeProto, ModelProto, NodeProto};
 
 /// One row chain to run in blocks.
 pub struct RowCut<'a> {
@@ -170,25 +170,32 @@ fn block_copies(
         let quantizer = chain.nodes[first.quantizer];
         let input = graph.nodes[quantizer].inputs[0].expect("a quantized input");
         let maker = copier.position[&graph.values[input].producer.expect("made in the chain")];
-        let mut extremes = [Vec::new(), Vec::new()];
+        // The extremes so far, folded into a running Min and Max right after each block: a
+        // block's rows then die with its reductions, which nothing later waits for.
+        let mut extremes: [Option<String>; 2] = [None, None];
         for (b, &block) in blocks.iter().enumerate() {
             let tag = format!("p{b}");
             let mut made = vec![None; chain.nodes.len()];
             let run = (first.prefix.as_slice(), block, tag.as_str());
             copier.copy(e, run, (&mut made, &mut slices[b]), &mut first_copies);
             let x = made[maker].clone().expect("the prefix makes the input");
-            for (k, op_type) in ["ReduceMin", "ReduceMax"].into_iter().enumerate() {
-                let out = e.fresh(&graph.values[input].name, &format!("{tag}/{op_type}"));
-                let name = e.names.fresh(&format!("{out}/node"));
+            for (k, (reduce, fold)) in [("ReduceMin", "Min"), ("ReduceMax", "Max")]
+                .into_iter()
+                .enumerate()
+            {
+                let named = (graph.values[input].name.as_str(), tag.as_str());
                 let keepdims = vec![int_attribute("keepdims", 0)];
-                e.nodes.push(op(op_type, vec![x.clone()], &out, &name, keepdims));
-                e.glue.push(name);
-                extremes[k].push(out);
+                let mut out = glue_node(e, named, reduce, vec![x.clone()], keepdims);
+                if let Some(so_far) = extremes[k].take() {
+                    out = glue_node(e, named, fold, vec![so_far, out], Vec::new());
+                }
+                extremes[k] = Some(out);
             }
             if b >= blocks.len() - cut.keep {
                 kept[b] = made;
             }
         }
+        let extremes = extremes.map(|x| x.expect("a chain has blocks"));
         let [scale, zero_point] = &scales[&quantizer];
         let base = copier.base(quantizer);
         quantize::from_extremes(e, extremes, [scale, zero_point], base);
@@ -214,6 +221,22 @@ fn block_copies(
         e.concat(parts, axis, &graph.values[v].name);
     }
     (copies, first_copies)
+}
+
+/// Adds to `e` a glue node `op_type` reading `inputs`, its output named after `base` and
+/// `tag`; returns that output.
+fn glue_node(
+    e: &mut Glue,
+    (base, tag): (&str, &str),
+    op_type: &str,
+    inputs: Vec<String>,
+    attribute: Vec<AttributeProto>,
+) -> String {
+    let out = e.fresh(base, &format!("{tag}/{op_type}"));
+    let name = e.names.fresh(&format!("{out}/node"));
+    e.nodes.push(op(op_type, inputs, &out, &name, attribute));
+    e.glue.push(name);
+    out
 }
 
 /// A block's slices of the tensors made before its chain, by tensor and axis.
