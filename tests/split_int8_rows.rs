@@ -709,8 +709,10 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
     // LayerNorm output and the mask live on: no single-pass split goes below 393,216 B. Only
     // two passes (the GELU output made block by block twice, for its extremes and to be
     // quantized) go below that floor, within the default allowance of 10% extra MACs: the
-    // split must, recording the first pass of the feed-forward's first MatMulInteger. It
-    // verifies, and runs inside its arena bit-identical to private buffers.
+    // split must, recording the first pass of the feed-forward's first MatMulInteger. Both
+    // layers' feed-forwards share that allowance, each recomputing part of its blocks, so the
+    // arena must reach half of the unsplit one (327,680 B, issue 31's 2×). It verifies, and
+    // runs inside its arena bit-identical to private buffers.
     let model = common::root().join("models/bert_tiny_dyn.onnx");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bert.split.onnx");
@@ -739,7 +741,7 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
     let splits = &table["splits"];
     assert_eq!(splits["arena_before"], 655_360);
     let after = splits["arena_after"].as_u64().unwrap();
-    assert!(after < 393_216, "arena after the split: {after}");
+    assert!(after <= 327_680, "arena after the split: {after}");
     let (extra, total) = (&splits["extra_macs"], &splits["total_macs"]);
     assert!(extra.as_u64().unwrap() * 10 <= total.as_u64().unwrap());
     let nodes = splits["chains"].as_array().unwrap().iter();

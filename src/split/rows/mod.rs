@@ -177,6 +177,11 @@ pub fn candidates(
                 let start = steps
                     .step(*first.unwrap_or(&chain.nodes[0]))
                     .expect("chain nodes are scheduled");
+                // A first pass may spend its share of the allowance left: repeated layers each
+                // need one to recompute their blocks.
+                let share = chain.first_pass.as_ref().map_or(allowance, |first| {
+                    allowance / alike_quantizers(graph, chain, first)
+                });
                 let tries = BLOCKS.iter().filter(|&&n| n <= chain.rows).count();
                 let work = (tries * chain.nodes.len()) as u64 * UNITS_PER_NODE_VISIT;
                 if !spend(work) {
@@ -195,7 +200,7 @@ pub fn candidates(
                             keep: 0,
                             extra_macs: 0,
                         }
-                        .within(graph, allowance);
+                        .within(graph, share);
                         let table = &planned.table;
                         let steps = [start, end];
                         let (estimate, inside) =
@@ -214,6 +219,21 @@ pub fn candidates(
         }
     }
     Ok(found)
+}
+
+/// How many DynamicQuantizeLinear nodes of `graph` are alike to the quantizer of `chain`'s
+/// first pass, itself included: of the same operator, reading a value of the same type made by
+/// the same operator (the same place in a repeated layer). A layer already cut has none left.
+fn alike_quantizers(graph: &crate::ir::Graph, chain: &RowChain, first: &FirstPass) -> u64 {
+    let key = |n: crate::ir::NodeId| {
+        let node = &graph.nodes[n];
+        let value = node.inputs.first().copied().flatten().map(|v| &graph.values[v]);
+        let maker = value.and_then(|v| v.producer).map(|p| &graph.nodes[p].op_type);
+        (&node.op_type, maker, value.and_then(|v| v.ty.as_ref()))
+    };
+    let own = key(chain.nodes[first.quantizer]);
+    let alike = (0..graph.nodes.len()).filter(|&n| key(n) == own).count();
+    alike.max(1) as u64
 }
 
 /// The table's record of one accepted row chain (`parts`: what it became); `origin` maps the
