@@ -66,6 +66,22 @@ impl Glue {
         self.names.fresh(&name)
     }
 
+    /// Adds a glue node `op_type` reading `inputs` with `attribute`, its output named
+    /// [`Glue::fresh`]`(base, tag)` and the node after its output; returns the output.
+    pub fn add(
+        &mut self,
+        (base, tag): (&str, &str),
+        op_type: &str,
+        inputs: Vec<String>,
+        attribute: Vec<AttributeProto>,
+    ) -> String {
+        let out = self.fresh(base, tag);
+        let name = self.names.fresh(&format!("{out}/node"));
+        self.nodes.push(op(op_type, inputs, &out, &name, attribute));
+        self.glue.push(name);
+        out
+    }
+
     /// A Slice of `source` from `starts` to `ends` along `axes` (unit steps); returns the new
     /// tensor's name.
     pub fn slice(

@@ -19,9 +19,8 @@ use crate::onnx::proto::{NodeProto, TensorProto};
 pub fn scale_and_zero_point(e: &mut Glue, x: &str, [scale, zero_point]: [&str; 2], base: &str) {
     let mut steps = Steps { e, base };
     let reduce = |s: &mut Steps, op_type: &str| {
-        let mut node = s.node(op_type, vec![x.to_string()]);
-        node.attribute.push(int_attribute("keepdims", 0));
-        s.push(node)
+        let keepdims = vec![int_attribute("keepdims", 0)];
+        s.e.add((s.base, op_type), op_type, vec![x.to_string()], keepdims)
     };
     let x_min = reduce(&mut steps, "ReduceMin");
     let x_max = reduce(&mut steps, "ReduceMax");
@@ -68,8 +67,7 @@ impl Steps<'_> {
         cast.attribute
             .push(int_attribute("to", i64::from(DType::Uint8.to_onnx())));
         cast.output = vec![zero_point.to_string()];
-        self.e.glue.push(cast.name().to_string());
-        self.e.nodes.push(cast);
+        self.push(cast);
     }
 
     /// A float32 scalar initializer holding `value`.
@@ -101,8 +99,8 @@ impl Steps<'_> {
 
     /// Adds a node of `op_type` reading `inputs`; returns its output.
     fn add<const N: usize>(&mut self, op_type: &str, inputs: [&str; N]) -> String {
-        let node = self.node(op_type, inputs.iter().map(|s| s.to_string()).collect());
-        self.push(node)
+        let inputs = inputs.iter().map(|s| s.to_string()).collect();
+        self.e.add((self.base, op_type), op_type, inputs, Vec::new())
     }
 
     /// Adds a node of `op_type` reading `inputs` and writing `out`.

@@ -17,7 +17,7 @@ use super::chain::RowChain;
 use super::quantize;
 use super::rules::{Fixup, RowRead};
 use crate::ir::{Graph, NodeId};
-use crate::onnx::proto::{AttributeProto, ModelProto, NodeProto};
+use crate::onnx::proto::{ModelProto, NodeProto};
 
 /// One row chain to run in blocks.
 pub struct RowCut<'a> {
@@ -183,11 +183,12 @@ fn block_copies(
                 .into_iter()
                 .enumerate()
             {
-                let named = (graph.values[input].name.as_str(), tag.as_str());
+                let base = graph.values[input].name.as_str();
+                let tagged = |op_type: &str| format!("{tag}/{op_type}");
                 let keepdims = vec![int_attribute("keepdims", 0)];
-                let mut out = glue_node(e, named, reduce, vec![x.clone()], keepdims);
+                let mut out = e.add((base, &tagged(reduce)), reduce, vec![x.clone()], keepdims);
                 if let Some(so_far) = extremes[k].take() {
-                    out = glue_node(e, named, fold, vec![so_far, out], Vec::new());
+                    out = e.add((base, &tagged(fold)), fold, vec![so_far, out], Vec::new());
                 }
                 extremes[k] = Some(out);
             }
@@ -221,22 +222,6 @@ fn block_copies(
         e.concat(parts, axis, &graph.values[v].name);
     }
     (copies, first_copies)
-}
-
-/// Adds to `e` a glue node `op_type` reading `inputs`, its output named after `base` and
-/// `tag`; returns that output.
-fn glue_node(
-    e: &mut Glue,
-    (base, tag): (&str, &str),
-    op_type: &str,
-    inputs: Vec<String>,
-    attribute: Vec<AttributeProto>,
-) -> String {
-    let out = e.fresh(base, &format!("{tag}/{op_type}"));
-    let name = e.names.fresh(&format!("{out}/node"));
-    e.nodes.push(op(op_type, inputs, &out, &name, attribute));
-    e.glue.push(name);
-    out
 }
 
 /// A block's slices of the tensors made before its chain, by tensor and axis.
@@ -352,6 +337,7 @@ impl Copier<'_> {
         last
     }
 }
+
 /// The names of the scale and zero point of each DynamicQuantizeLinear of the chain: its own
 /// outputs', fresh ones for those it omits.
 fn whole_scale_names(
