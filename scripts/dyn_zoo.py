@@ -10,7 +10,10 @@ written under OUT_DIR (default /tmp/dyn_zoo; never committed):
   * gpt2_dyn: a GPT-2 style decoder, 128 tokens, D = 128, 2 heads, feed-forward 512, 2 layers,
     pre-LayerNormalization, a causal additive mask, tanh GELU, a final LayerNormalization;
   * vit_dyn: a ViT style encoder on a 1x3x64x128 image in 8x8 patches (128 tokens), D = 128,
-    2 heads, feed-forward 512, 2 layers, pre-LayerNormalization, Erf GELU.
+    2 heads, feed-forward 512, 2 layers, pre-LayerNormalization, Erf GELU;
+  * t5_dyn: a T5 style encoder, 128 tokens, D = 128, 4 heads, feed-forward 512, 2 layers,
+    pre-RMSNorm written out as T5 exports it (Pow, ReduceMean, Add, Sqrt, Div, Mul), no biases,
+    unscaled scores plus a relative-position bias shared by the layers, ReLU, a final RMSNorm.
 
 For each: `plan --schedule memory` (unsplit) and `plan --schedule memory --split auto` (each plan
 is checked by the verifier inside `plan`, and again here by `onnx-memplan verify`), the ratio,
@@ -60,8 +63,34 @@ def block(b, x, mask, s, size, fused_gelu):
     return b.op("Add", [dense(b, hidden, size.ffn, d), x])
 
 
-def finish(b, h, name, inputs, s, d):
-    h = b.op("LayerNormalization", [h, b.const("g", np.ones(d)), b.const("b", np.zeros(d))], axis=-1, epsilon=1e-5)
+def rms_norm(b, x, d):
+    """T5's RMSNorm as its export writes it: x / sqrt(mean(x^2) + eps), times a weight."""
+    var = b.op("ReduceMean", [b.op("Pow", [x, b.const("two", 2.0)])], axes=[-1], keepdims=1)
+    scaled = b.op("Div", [x, b.op("Sqrt", [b.op("Add", [var, b.const("eps", 1e-6)])])])
+    return b.op("Mul", [b.const("g", np.ones(d)), scaled])
+
+
+def t5_block(b, x, bias, s, size):
+    """A T5 encoder block: pre-RMSNorm, no biases, unscaled scores plus the position bias."""
+    d = size.d
+    linear = lambda t, n_in, n_out: b.op("MatMul", [t, b.weight("w", (n_in, n_out))])
+    h = rms_norm(b, x, d)
+    q = heads(b, linear(h, d, d), s, size)
+    k = heads(b, linear(h, d, d), s, size, transpose_k=True)
+    v = heads(b, linear(h, d, d), s, size)
+    probs = b.op("Softmax", [b.op("Add", [b.op("MatMul", [q, k]), bias])], axis=-1)
+    ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+    merged = b.op("Reshape", [ctx, b.const("shape", [1, s, d], np.int64)])
+    x = b.op("Add", [x, linear(merged, d, d)])
+    hidden = b.op("Relu", [linear(rms_norm(b, x, d), d, size.ffn)])
+    return b.op("Add", [x, linear(hidden, size.ffn, d)])
+
+
+def finish(b, h, name, inputs, s, d, rms=False):
+    if rms:
+        h = rms_norm(b, h, d)
+    else:
+        h = b.op("LayerNormalization", [h, b.const("g", np.ones(d)), b.const("b", np.zeros(d))], axis=-1, epsilon=1e-5)
     b.nodes.append(helper.make_node("Identity", [h], ["y"], name="output"))
     graph = helper.make_graph(b.nodes, name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, s, d])], b.inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -92,6 +121,16 @@ def vit(size=SIZE, hw=(64, 128), patch=8):
         h = block(b, h, None, s, size, fused_gelu=False)
     x = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [1, 3, *hw])
     return finish(b, h, "vit_dyn", [x], s, size.d)
+
+
+def t5(s=128, size=Size(d=128, heads=4, ffn=512, layers=2)):
+    b = Builder(seed=4)
+    bias = b.const("position_bias", b.rng.standard_normal((1, size.heads, s, s)) * 0.5)
+    h = "x"
+    for _ in range(size.layers):
+        h = t5_block(b, h, bias, s, size)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, s, size.d])
+    return finish(b, h, "t5_dyn", [x], s, size.d, rms=True)
 
 
 def plan(model, out, extra):
@@ -126,7 +165,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     rows, ok = [], True
-    for name, build in [("gpt2_dyn", gpt2), ("vit_dyn", vit)]:
+    for name, build in [("gpt2_dyn", gpt2), ("vit_dyn", vit), ("t5_dyn", t5)]:
         float_path = os.path.join(args.out_dir, name.replace("_dyn", "") + ".onnx")
         onnx.save(build(), float_path)
         path = os.path.join(args.out_dir, name + ".onnx")

@@ -22,24 +22,14 @@ mod common;
 
 use std::process::Command;
 
+use common::dynamic::{assert_bit_identical, u8_init};
 use common::{float_info, float_init, model, node, with_int, write_model};
-use onnx_memplan::onnx::proto::{GraphProto, ModelProto, TensorProto, ValueInfoProto, type_proto};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, ValueInfoProto, type_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::{FirstPass, Recompute, RowOrder, RowRules, row_chain};
+use onnx_memplan::split::rows::chain::{Pass, Recompute, RowOrder, RowRules, row_chain};
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
-
-/// A uint8 initializer (ONNX element type 2).
-fn u8_init(name: &str, dims: &[i64], values: &[u8]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(2),
-        raw_data: Some(values.to_vec().into()),
-        ..Default::default()
-    }
-}
 
 /// The dynamically quantized feed-forward block at `s` tokens (described above).
 fn quantized_ffn(s: i64) -> ModelProto {
@@ -81,7 +71,7 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let rules = rules(false);
+    let rules = rules(0);
     let chain = row_chain(
         graph,
         &RowOrder::new(&order),
@@ -146,13 +136,14 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     assert_bit_identical(&original, &split, &["normal"]);
 }
 
-/// The plain rules at opset 17, quantizing in two passes when `two_pass` says so.
-fn rules(two_pass: bool) -> RowRules {
+/// The plain rules at opset 17, quantizing after `passes` passes of their own as many
+/// DynamicQuantizeLinear nodes.
+fn rules(passes: usize) -> RowRules {
     RowRules {
         opset: 17,
         set: RuleSet::Plain,
         recompute: Recompute::Cheap,
-        two_pass,
+        passes,
     }
 }
 
@@ -201,12 +192,12 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain_of = |two_pass: bool| {
+    let chain_of = |passes: usize| {
         let steps = RowOrder::new(&order);
         let end = [0, order.len() - 1];
-        row_chain(graph, &steps, end, 1, rules(two_pass), &|_| true).expect("a row chain")
+        row_chain(graph, &steps, end, 1, rules(passes), &|_| true).expect("a row chain")
     };
-    let one_pass = chain_of(false);
+    let one_pass = chain_of(0);
     let quantized = [
         "DynamicQuantizeLinear",
         "MatMulInteger",
@@ -215,22 +206,22 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
         "Add",
     ];
     assert_eq!(common::op_types(graph, &one_pass.nodes), quantized);
-    assert_eq!(one_pass.first_pass, None);
+    assert_eq!(one_pass.passes, []);
     // In two passes the same chain, led by the prefix making H.
-    let chain = chain_of(true);
+    let chain = chain_of(1);
     let prefixed = [&["MatMul", "Relu"][..], &quantized].concat();
     assert_eq!(common::op_types(graph, &chain.nodes), prefixed);
-    let first = chain.first_pass.clone().expect("a first pass");
     assert_eq!(
-        first,
-        FirstPass {
+        chain.passes,
+        [Pass {
             quantizer: 2,
             prefix: vec![0, 1]
-        }
+        }]
     );
+    // A chain with one quantizer is the same when it may take two.
+    assert_eq!(chain_of(2).nodes, chain.nodes);
     let blocks = Span::parts(16, 4);
-    let macs =
-        |keep| onnx_memplan::split::rows::recomputed_macs(graph, &chain, &first, &blocks, keep);
+    let macs = |keep| onnx_memplan::split::rows::recomputed_macs(graph, &chain, &blocks, keep);
     assert_eq!([macs(0), macs(1), macs(4)], [1024, 768, 0]);
 
     let cut = RowCut {
@@ -393,75 +384,6 @@ fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
         "huge",
     ];
     assert_bit_identical(&original, &split, &inputs);
-}
-
-/// Runs both models in onnxruntime (all graph optimizations off) on the same input `x` of
-/// each kind of `inputs` (see the script) and asserts every output is bit-identical (same
-/// dtype, shape and bytes).
-fn assert_bit_identical(original: &std::path::Path, rewritten: &std::path::Path, inputs: &[&str]) {
-    let Some(python) = common::ort_python() else {
-        eprintln!(
-            "SKIPPED onnxruntime comparison: no Python with onnxruntime (run scripts/ort_check.sh \
-             once to create .ci/venv, or set MEMPLAN_PYTHON)"
-        );
-        return;
-    };
-    let script = r#"
-import sys, numpy as np, onnxruntime as ort
-so = ort.SessionOptions()
-so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-a = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
-b = ort.InferenceSession(sys.argv[2], so, providers=["CPUExecutionProvider"])
-shape = a.get_inputs()[0].shape
-n = int(np.prod(shape))
-normal = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-def halves(lo):
-    # lo, lo + 2, ... every value halfway between two steps of scale 1; the last moved to
-    # lo + 255 so that the range is exactly 255.
-    x = (np.arange(n, dtype=np.float32) * 2 + np.float32(lo)).reshape(shape)
-    x.flat[-1] = lo + 255
-    return x
-def one_negative():
-    x = np.zeros(shape, np.float32)
-    x.flat[0] = -1
-    return x
-kinds = {
-    "normal": lambda: normal,
-    "positive": lambda: np.abs(normal) + np.float32(0.1),
-    "negative": lambda: -np.abs(normal) - np.float32(0.1),
-    "zeros": lambda: np.zeros(shape, np.float32),
-    "constant": lambda: np.full(shape, 3, np.float32),
-    "ties_even": lambda: halves(-2.5),
-    "ties_odd": lambda: halves(-3.5),
-    "denormal": lambda: normal * np.float32(1e-40),
-    "one_negative": one_negative,
-    "huge": lambda: np.clip(normal, -1, 1) * np.float32(3e38),
-}
-bad = []
-for kind in sys.argv[3:]:
-    x = kinds[kind]()
-    ya, yb = a.run(None, {"x": x}), b.run(None, {"x": x})
-    same = all(p.dtype == q.dtype and p.shape == q.shape and p.tobytes() == q.tobytes() for p, q in zip(ya, yb))
-    diff = max(float(np.abs(p.astype(np.float64) - q.astype(np.float64)).max()) for p, q in zip(ya, yb))
-    print(f"{kind}: bit-identical {same}, max abs diff {diff}")
-    if not same:
-        bad.append(kind)
-sys.exit(1 if bad else 0)
-"#;
-    let run = Command::new(python)
-        .args(["-c", script])
-        .arg(original)
-        .arg(rewritten)
-        .args(inputs)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&run.stdout);
-    eprintln!("onnxruntime: {said}");
-    assert!(
-        run.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
 }
 
 /// The quantized feed-forward block of [`quantized_ffn`] at 256 tokens, 64 wide, with a hidden

@@ -25,6 +25,7 @@ use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Recompute, RowChain, RowOrder, row_chain};
+use onnx_memplan::split::rows::estimate::Held;
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 use onnx_memplan::split::rows::sink::sunk;
@@ -286,9 +287,9 @@ fn a_chain_with_shared_nodes_starts_at_its_first_own_node() {
     };
     let found = candidates(
         &plan,
-        (&live, &hot),
+        (&live, &hot, Held::Steps),
         &|_| true,
-        (PLAIN_RULE_SET, Recompute::Cheap, false),
+        (PLAIN_RULE_SET, Recompute::Cheap, 0),
         (0, &|_| true),
     )
     .unwrap();

@@ -266,8 +266,8 @@ pub struct SplitNode {
     /// Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hw_axes: Option<[usize; 2]>,
-    /// Row blocks quantized in two passes: the node's copies in the first pass, one per block
-    /// in order, when it makes the quantizer's input. Absent otherwise.
+    /// Row blocks quantized in passes: the node's copies in the passes before the last, pass
+    /// by pass, one per block in order, when it makes a quantizer's input. Absent otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_pass: Vec<String>,
 }

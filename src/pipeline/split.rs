@@ -213,7 +213,7 @@ pub(super) fn plan_split(
         let variant = SplitOptions {
             row_rules: search.row_rules,
             recompute: search.recompute,
-            two_pass: search.two_pass,
+            passes: search.passes,
             blockwise: search
                 .blockwise
                 .then_some(options.liveness.alignment.max(1)),

@@ -113,7 +113,7 @@ struct Round {
     progressive_bands: bool,
     row_rules: Vec<RuleSet>,
     recompute: Recompute,
-    two_pass: bool,
+    passes: usize,
     search_time: Duration,
 }
 
@@ -152,7 +152,7 @@ pub fn candidates(
         progressive_bands: options.progressive_bands && origin.iter().any(Option::is_none),
         row_rules: options.row_rules.to_vec(),
         recompute: options.recompute,
-        two_pass: options.two_pass,
+        passes: options.passes,
         search_time: options.search_time,
     };
     // A round another search is ranking is waited for, not ranked twice.
@@ -217,6 +217,10 @@ fn rank(
         _ => (peaks.clone(), peaks),
     };
     let table = &planned.table;
+    let held = match budget {
+        Some(_) => rows::estimate::Held::Span,
+        None => rows::estimate::Held::Steps,
+    };
     let allowed = |n: usize| origin[n].is_some();
     let keys = NodeKeys::new(graph, cuts);
     let mut found = Vec::new();
@@ -309,9 +313,9 @@ fn rank(
     found.extend(
         rows::candidates(
             planned,
-            (live, &rows_hot),
+            (live, &rows_hot, held),
             &allowed,
-            (options.row_rules, options.recompute, options.two_pass),
+            (options.row_rules, options.recompute, options.passes),
             (allowance, spend),
         )?
         .into_iter()
@@ -319,11 +323,11 @@ fn rank(
             covers: false,
             start: b.start,
             estimate: b.estimate,
-            // A chain quantizing in two passes is there to lower what its layer holds, which
-            // an equal peak elsewhere hides: it ranks by its own part, as tiles do.
-            inside: match b.chain.first_pass {
-                Some(_) => b.inside,
-                None => b.estimate,
+            // A chain quantizing after passes is there to lower what its layer holds, which an
+            // equal peak elsewhere hides: it ranks by its own part, as tiles do.
+            inside: match b.chain.passes.is_empty() {
+                false => b.inside,
+                true => b.estimate,
             },
             cut: Cut::Rows(b),
         }),

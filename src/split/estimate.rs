@@ -105,7 +105,7 @@ pub fn step_operands(graph: &Graph, table: &Table) -> Vec<u64> {
 }
 
 /// Total bytes covered by `(arena, start, end)` ranges sorted by arena and start.
-fn union_bytes(ranges: Vec<(usize, u64, u64)>) -> u64 {
+pub(super) fn union_bytes(ranges: Vec<(usize, u64, u64)>) -> u64 {
     let mut total = 0;
     let mut open: Option<(usize, u64, u64)> = None;
     for (arena, lo, hi) in ranges {

@@ -132,9 +132,10 @@ pub struct SplitOptions {
     pub row_rules: &'static [rows::rules::RuleSet],
     /// What row chains may recompute per block.
     pub recompute: Recompute,
-    /// Whether a row chain may quantize a DynamicQuantizeLinear's input in two passes (see
-    /// [`rows::chain::FirstPass`]) rather than make that input whole before it.
-    pub two_pass: bool,
+    /// How many DynamicQuantizeLinear nodes a row chain may quantize after passes of their own
+    /// (see [`rows::chain::Pass`]) rather than make their inputs whole before it: 0, 1 (two
+    /// passes) or 2 (three: a pre-norm feed-forward's LayerNorm and GELU outputs).
+    pub passes: usize,
     /// The arena alignment when the planner lets a row chain's blocks write over the rows of
     /// their input that died (the pipeline fills it, see `LivenessOptions::blockwise`): the
     /// rewrite then cuts the tensors a chain reads from outside by one Split.
@@ -164,8 +165,8 @@ pub struct Search {
     pub row_rules: &'static [rows::rules::RuleSet],
     /// What row chains may recompute per block.
     pub recompute: Recompute,
-    /// [`SplitOptions::two_pass`].
-    pub two_pass: bool,
+    /// [`SplitOptions::passes`].
+    pub passes: usize,
     /// Whether blocks may write over the rows of their input.
     pub blockwise: bool,
     /// [`SplitOptions::progressive_bands`].
@@ -199,8 +200,10 @@ pub enum Differs {
     Bands,
     /// How fine row strips may be: nothing without strips finer than 8.
     Strips,
-    /// Whether DynamicQuantizeLinear inputs are quantized in two passes: nothing unless a
-    /// chain the first search cut holds a DynamicQuantizeLinear.
+    /// How many DynamicQuantizeLinear inputs are quantized after passes of their own: nothing
+    /// unless a round of the first search saw a row chain holding a DynamicQuantizeLinear
+    /// (one it did not cut may be cut in passes: a T5 encoder's first search cuts only its
+    /// attention).
     Quantizers,
 }
 
@@ -217,14 +220,18 @@ pub struct Shown {
     pub bands: bool,
     /// A chain is cut in row strips finer than [`candidates::MAX_TILES`].
     pub strips: bool,
-    /// A chain holds a DynamicQuantizeLinear.
+    /// A round saw a row chain holding a DynamicQuantizeLinear.
     pub quantizers: bool,
 }
 
 impl Shown {
-    /// What a search's `chains` show, with whether a round saw a row chain (`rows_seen`) and
-    /// whether one planned it as a trial (`rows_tried`).
-    pub fn of(chains: &[crate::emit::SplitChain], rows_seen: bool, rows_tried: bool) -> Shown {
+    /// What a search's `chains` show, with whether a round saw a row chain (`rows_seen`),
+    /// whether one planned it as a trial (`rows_tried`) and whether a round saw a row chain
+    /// holding a DynamicQuantizeLinear (`quantizers_seen`).
+    pub fn of(
+        chains: &[crate::emit::SplitChain],
+        (rows_seen, rows_tried, quantizers_seen): (bool, bool, bool),
+    ) -> Shown {
         Shown {
             rows_seen,
             rows_tried,
@@ -232,10 +239,7 @@ impl Shown {
             strips: chains.iter().any(|c| {
                 c.axis.is_none() && c.grid[1] == 1 && c.grid[0] > candidates::MAX_TILES
             }),
-            quantizers: chains
-                .iter()
-                .flat_map(|c| &c.nodes)
-                .any(|n| n.op_type == "DynamicQuantizeLinear"),
+            quantizers: quantizers_seen,
         }
     }
 
@@ -310,7 +314,12 @@ pub const SEARCHES: &[Search] = &[
         ..FIRST_SEARCH
     },
     Search {
-        two_pass: true,
+        passes: 1,
+        differs_in: Differs::Quantizers,
+        ..FIRST_SEARCH
+    },
+    Search {
+        passes: 2,
         differs_in: Differs::Quantizers,
         ..FIRST_SEARCH
     },
@@ -320,7 +329,7 @@ pub const SEARCHES: &[Search] = &[
 const FIRST_SEARCH: Search = Search {
     row_rules: rows::ALL_RULE_SETS,
     recompute: Recompute::Cheap,
-    two_pass: false,
+    passes: 0,
     blockwise: false,
     progressive_bands: true,
     early_tiles: false,
@@ -339,7 +348,7 @@ impl Default for SplitOptions {
             search_time: std::time::Duration::from_secs(16),
             row_rules: rows::ALL_RULE_SETS,
             recompute: Recompute::Cheap,
-            two_pass: false,
+            passes: 0,
             blockwise: None,
             progressive_bands: false,
             early_tiles: false,

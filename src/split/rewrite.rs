@@ -65,8 +65,9 @@ fn no_node(_: NodeId) -> bool {
 pub struct Parts {
     /// For each chain node, the names of its copies, one per tile or block in order.
     pub copies: Vec<Vec<String>>,
-    /// For each node of a row chain's first pass ([`super::rows::chain::FirstPass`]), the
-    /// names of its first-pass copies, one per block in order; empty for other nodes.
+    /// For each node of a row chain's passes before the last ([`super::rows::chain::Pass`]),
+    /// the names of its copies in them, pass by pass, one per block in order; empty for other
+    /// nodes.
     pub first_pass: Vec<Vec<String>>,
     /// The Slice and Concat nodes the split added.
     pub glue: Vec<String>,

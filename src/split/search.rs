@@ -123,7 +123,7 @@ pub fn search(
     // The state before a cut taken on trial (see [`Trial`]), while no later round has lowered
     // the score below the one it had.
     let mut on_trial: Option<Trial> = None;
-    let (mut saw_rows, mut tried_rows) = (false, false);
+    let (mut saw_rows, mut tried_rows, mut saw_quantizers) = (false, false, false);
     while chains.len() < MAX_CHAINS && !spent {
         let planned = current.as_ref().map_or(first, |c| &c.1);
         let live = live_bytes(&planned.table);
@@ -141,7 +141,15 @@ pub fn search(
             break;
         };
         saw_rows |= candidates.iter().any(|c| matches!(c.cut, Cut::Rows(_)));
-        seen(super::Shown::of(&chains, saw_rows, tried_rows));
+        saw_quantizers |= candidates.iter().any(|c| match &c.cut {
+            Cut::Rows(b) => b.chain.nodes.iter().any(|&n| {
+                let node = &planned.model.graph.nodes[n];
+                node.op_type == "DynamicQuantizeLinear" && node.domain.is_empty()
+            }),
+            Cut::Tiles(..) => false,
+        });
+        let saw = (saw_rows, tried_rows, saw_quantizers);
+        seen(super::Shown::of(&chains, saw));
         if best.0 == 0 {
             candidates.retain(|c| c.estimate <= best.1);
         }
@@ -298,7 +306,7 @@ pub fn search(
                 chains[newest].read_as_bands_by = Some(i);
             }
         }
-        seen(super::Shown::of(&chains, saw_rows, tried_rows));
+        seen(super::Shown::of(&chains, (saw_rows, tried_rows, saw_quantizers)));
         origin = rewritten
             .kept
             .iter()
@@ -327,7 +335,7 @@ pub fn search(
         chains.clear();
     }
     let (over_budget, arena_after) = (last.0, last.1);
-    let shown = super::Shown::of(&chains, saw_rows, tried_rows);
+    let shown = super::Shown::of(&chains, (saw_rows, tried_rows, saw_quantizers));
     let model = current.map_or_else(
         || input.clone(),
         |c| in_schedule_order(&c.0, &c.1.table.schedule),

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod dynamic;
 pub mod symbolic_dims;
 
 use std::path::{Path, PathBuf};

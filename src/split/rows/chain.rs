@@ -46,19 +46,22 @@ pub struct RowChain {
     pub folded: Vec<NodeId>,
     /// The shared nodes: recomputed per block and also kept whole for readers outside.
     pub shared: Vec<NodeId>,
-    /// The DynamicQuantizeLinear whose input the chain makes, when it has one (see
-    /// [`RowRules::two_pass`]).
-    pub first_pass: Option<FirstPass>,
+    /// The passes of the blocks before the last, earliest first: one per DynamicQuantizeLinear
+    /// whose input the chain makes (see [`RowRules::passes`]).
+    pub passes: Vec<Pass>,
 }
 
-/// A chain's DynamicQuantizeLinear quantized in two passes: a first pass of the blocks runs
-/// the nodes making its input (the `prefix`) for their rows' minimum and maximum, the scale
-/// and zero point come from the extremes of all blocks, and the second pass runs the whole
-/// chain, each block quantizing its rows by them. The minimum of the blocks' minima is the
-/// whole input's, so the integers are the ones the whole operator makes. A block whose rows
-/// the first pass keeps is not recomputed; every other block recomputes the prefix.
+/// A pass of a chain's blocks for one DynamicQuantizeLinear whose input the chain makes: the
+/// pass runs, block by block, the nodes making that input (the `prefix`) for their rows'
+/// minimum and maximum, and the scale and zero point come from the extremes of all blocks;
+/// the later passes, and the last, which runs the whole chain, quantize each block's rows by
+/// them. The minimum of the blocks' minima is the whole input's, so the integers are the ones
+/// the whole operator makes. A prefix holding an earlier pass's quantizer quantizes by its
+/// scale (a pre-norm feed-forward's LayerNorm output, then its GELU output: three passes).
+/// A block whose rows the pass before the last keeps is not recomputed in the last; every
+/// other block recomputes the prefix.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FirstPass {
+pub struct Pass {
     /// The quantizer's index in the chain's nodes.
     pub quantizer: usize,
     /// The indices of the chain's nodes its input is made from, in execution order.
@@ -74,10 +77,15 @@ pub struct RowRules {
     pub set: RuleSet,
     /// Which producers read elsewhere the chain may recompute per block.
     pub recompute: Recompute,
-    /// Whether the chain may grow through the input of its latest DynamicQuantizeLinear, which
-    /// is then quantized in two passes ([`FirstPass`]) instead of made whole before the chain.
-    pub two_pass: bool,
+    /// How many of its latest DynamicQuantizeLinear nodes the chain may grow through the input
+    /// of, each then quantized after a pass of its own ([`Pass`]) instead of its input made
+    /// whole before the chain: 0, 1 (two passes), or [`MAX_PASSES`] - 1.
+    pub passes: usize,
 }
+
+/// The most passes of a chain's blocks: a pre-norm feed-forward's LayerNorm output and its
+/// GELU output each quantized after a pass of their own, then the whole chain.
+pub const MAX_PASSES: usize = 3;
 
 /// Which cheap producers a chain may recompute per block while their output stays whole for
 /// readers outside it (see [`row_chain`]). A search is made with each: recomputing more
@@ -121,7 +129,7 @@ impl From<(i64, RuleSet, Recompute)> for RowRules {
             opset,
             set,
             recompute,
-            two_pass: false,
+            passes: 0,
         }
     }
 }
@@ -140,8 +148,8 @@ pub fn row_chain(
     let rules: RowRules = rules.into();
     let RowRules { recompute, .. } = rules;
     let table = (rules.opset, rules.set);
-    // The DynamicQuantizeLinear quantized in two passes, once the walk has met it.
-    let mut quantizer: Option<NodeId> = None;
+    // The DynamicQuantizeLinear nodes quantized after passes of their own, latest first.
+    let mut quantizers: Vec<NodeId> = Vec::new();
     let seed = order.nodes[end];
     let output = graph.nodes[seed].outputs.first().copied().flatten()?;
     if crate::split::rules::shape_of(graph, output)?
@@ -215,14 +223,14 @@ pub fn row_chain(
         if (id != seed && several && !whole_scale) || (id == seed && whole_scale) {
             continue;
         }
-        // The walk meets the latest DynamicQuantizeLinear first: with two passes, the chain
-        // grows through its input.
-        if whole_scale && rules.two_pass && quantizer.is_none() {
+        // The walk meets the latest DynamicQuantizeLinear nodes first: with passes, the chain
+        // grows through their inputs.
+        if whole_scale && quantizers.len() < rules.passes.min(MAX_PASSES - 1) {
             rule = RowRule {
                 reads: vec![RowRead::Rows(axis)],
                 fixup: Fixup::TwoPass,
             };
-            quantizer = Some(id);
+            quantizers.push(id);
         }
         // Rows map one to one, but for a Reshape's in proportion (see its rule).
         let extent = crate::split::rules::shape_of(graph, out)?
@@ -263,14 +271,17 @@ pub fn row_chain(
     }
     // A quantizer whose input the chain does not make takes its scale from the whole input.
     let input_of = |q: NodeId| graph.nodes[q].inputs[0].and_then(|v| graph.values[v].producer);
-    if let Some(q) = quantizer.filter(|&q| !input_of(q).is_some_and(|p| members.contains_key(&p))) {
+    quantizers.retain(|&q| {
+        if input_of(q).is_some_and(|p| members.contains_key(&p)) {
+            return true;
+        }
         let entry = members.get_mut(&q).expect("the quantizer joined");
         entry.0 = RowRule {
             reads: vec![RowRead::RowsOfWhole(entry.1)],
             fixup: Fixup::WholeScale,
         };
-        quantizer = None;
-    }
+        false
+    });
     // Folded Shape readers: of the members' outputs other than the chain's output and the
     // shared nodes' (which stay).
     let made: FxHashSet<ValueId> = members
@@ -309,7 +320,7 @@ pub fn row_chain(
     }
     let mut shared: Vec<NodeId> = shared.into_iter().collect();
     shared.sort_unstable();
-    let first_pass = quantizer.map(|q| first_pass(graph, &nodes, q));
+    let passes = quantizers.iter().rev().map(|&q| pass(graph, &nodes, q)).collect();
     Some(RowChain {
         nodes,
         rules,
@@ -319,13 +330,13 @@ pub fn row_chain(
         outputs,
         folded,
         shared,
-        first_pass,
+        passes,
     })
 }
 
-/// The first pass of a chain (its `nodes`, in execution order) through the quantizer `q`: the
-/// chain's nodes its input is made from.
-fn first_pass(graph: &Graph, nodes: &[NodeId], q: NodeId) -> FirstPass {
+/// The pass of a chain (its `nodes`, in execution order) for the quantizer `q`: the chain's
+/// nodes its input is made from.
+fn pass(graph: &Graph, nodes: &[NodeId], q: NodeId) -> Pass {
     let index: FxHashMap<NodeId, usize> = nodes.iter().enumerate().map(|(k, &n)| (n, k)).collect();
     let mut inside = vec![false; nodes.len()];
     let mut stack = vec![q];
@@ -338,7 +349,7 @@ fn first_pass(graph: &Graph, nodes: &[NodeId], q: NodeId) -> FirstPass {
             }
         }
     }
-    FirstPass {
+    Pass {
         quantizer: index[&q],
         prefix: (0..nodes.len()).filter(|&k| inside[k]).collect(),
     }

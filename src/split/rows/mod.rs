@@ -24,7 +24,7 @@ use super::region::Span;
 use super::{Spend, Spent};
 use crate::emit::{SplitChain, SplitNode};
 use crate::split::TrialPlan;
-use chain::{FirstPass, Recompute, RowChain, RowOrder, RowRules, row_chain};
+use chain::{Recompute, RowChain, RowOrder, RowRules, row_chain};
 use rules::RuleSet;
 
 /// Both rule sets: each chain is built with each, and both are candidates.
@@ -52,8 +52,8 @@ pub struct Blocking {
     /// The schedule step of the chain's first node of its own (a shared node runs earlier,
     /// where it stays for its other readers).
     pub start: usize,
-    /// With a [`FirstPass`], how many of the last blocks the first pass keeps for the second
-    /// (the others recompute the prefix); 0 otherwise.
+    /// With passes before the last ([`chain::Pass`]), how many of the last blocks the latest of
+    /// them keeps for the last pass (the others recompute its prefix); 0 otherwise.
     pub keep: usize,
     /// The multiply-accumulates the blocks recompute (the prefix of each block not kept).
     pub extra_macs: u64,
@@ -61,20 +61,21 @@ pub struct Blocking {
 
 impl Blocking {
     /// This blocking with as few blocks kept as `allowance` extra MACs allow (its least arena
-    /// for that allowance); unchanged without a first pass.
+    /// for that allowance); unchanged without passes before the last.
     pub fn within(&self, graph: &crate::ir::Graph, allowance: u64) -> Blocking {
-        let Some(first) = &self.chain.first_pass else {
+        if self.chain.passes.is_empty() {
             return self.clone();
-        };
-        let keep = least_keep(graph, &self.chain, first, &self.blocks, allowance);
+        }
+        let keep = least_keep(graph, &self.chain, &self.blocks, allowance);
         Blocking {
             keep,
-            extra_macs: recomputed_macs(graph, &self.chain, first, &self.blocks, keep),
+            extra_macs: recomputed_macs(graph, &self.chain, &self.blocks, keep),
             ..self.clone()
         }
     }
 
-    /// The rows the second pass recomputes: those of the blocks the first pass does not keep.
+    /// The rows the last pass recomputes: those of the blocks the pass before it does not
+    /// keep.
     pub fn recomputed_rows(&self) -> i64 {
         recomputed_rows(&self.blocks, self.keep)
     }
@@ -85,18 +86,34 @@ fn recomputed_rows(blocks: &[Span], keep: usize) -> i64 {
     blocks[..blocks.len() - keep].iter().map(|b| b.len()).sum()
 }
 
-/// The multiply-accumulates the prefix of `first` recomputes in the blocks not kept (`keep`:
-/// the last blocks the first pass keeps).
+/// The multiply-accumulates the chain's passes recompute (`keep`: the last blocks the pass
+/// before the last keeps).
 pub fn recomputed_macs(
     graph: &crate::ir::Graph,
     chain: &RowChain,
-    first: &FirstPass,
     blocks: &[Span],
     keep: usize,
 ) -> u64 {
-    let rows = recomputed_rows(blocks, keep);
-    let each = first.prefix.iter();
-    each.map(|&k| node_recomputed_macs(graph, chain, k, rows)).sum()
+    let rows = extra_rows(chain, recomputed_rows(blocks, keep));
+    let each = rows.iter().enumerate();
+    each.map(|(k, &rows)| node_recomputed_macs(graph, chain, k, rows)).sum()
+}
+
+/// Each chain node's rows computed more than once, summed over its runs after the first, when
+/// the last pass recomputes `recomputed` rows of the pass before it: every pass before that
+/// one runs its prefix on all rows again.
+fn extra_rows(chain: &RowChain, recomputed: i64) -> Vec<i64> {
+    let mut rows = vec![0; chain.nodes.len()];
+    let Some((latest, earlier)) = chain.passes.split_last() else {
+        return rows;
+    };
+    for &k in &latest.prefix {
+        rows[k] += recomputed;
+    }
+    for &k in earlier.iter().flat_map(|p| &p.prefix) {
+        rows[k] += chain.rows;
+    }
+    rows
 }
 
 /// The multiply-accumulates chain node `k` repeats when it runs again for `rows` of the
@@ -106,31 +123,32 @@ fn node_recomputed_macs(graph: &crate::ir::Graph, chain: &RowChain, k: usize, ro
     (macs * rows as u128 / chain.rows as u128) as u64
 }
 
-/// The fewest last blocks the first pass may keep so the others' recomputation fits
-/// `allowance` (all of them when none may be recomputed).
+/// The fewest last blocks the pass before the last may keep so the recomputation fits
+/// `allowance` (all of them when none fits).
 fn least_keep(
     graph: &crate::ir::Graph,
     chain: &RowChain,
-    first: &FirstPass,
     blocks: &[Span],
     allowance: u64,
 ) -> usize {
     (0..=blocks.len())
-        .find(|&keep| recomputed_macs(graph, chain, first, blocks, keep) <= allowance)
+        .find(|&keep| recomputed_macs(graph, chain, blocks, keep) <= allowance)
         .unwrap_or(blocks.len())
 }
 
 /// The row chains through the `hot` steps of the plan (where the live bytes peak, or under a
 /// budget the steps whose operands exceed it), each with its best block count by estimate
-/// (`live`: bytes live per step); `allowed` says which nodes may be split; each chain is
-/// built with each rule set of `sets`, recomputing what `recompute` allows, quantizing in
-/// two passes when `two_pass` says so with as few blocks kept as `allowance` extra MACs
-/// allow. Each chain built and each estimate is charged to `spend`.
+/// (`live`: bytes live per step; `held`: what the estimate counts around a chain); `allowed`
+/// says which nodes may be split; each chain is
+/// built with each rule set of `sets`, recomputing what `recompute` allows, quantizing after
+/// passes of their own as many DynamicQuantizeLinear nodes as `passes` says (see
+/// [`RowRules::passes`]), with as few blocks kept as `allowance` extra MACs allow. Each
+/// chain built and each estimate is charged to `spend`.
 pub fn candidates(
     planned: &TrialPlan,
-    (live, hot): (&[u64], &[usize]),
+    (live, hot, held): (&[u64], &[usize], estimate::Held),
     allowed: &dyn Fn(usize) -> bool,
-    (sets, recompute, two_pass): (&[RuleSet], Recompute, bool),
+    (sets, recompute, passes): (&[RuleSet], Recompute, usize),
     (allowance, spend): (u64, Spend),
 ) -> Result<Vec<Blocking>, Spent> {
     let graph = &planned.model.graph;
@@ -156,7 +174,7 @@ pub fn candidates(
                         opset,
                         set,
                         recompute,
-                        two_pass,
+                        passes,
                     };
                     let chain = row_chain(graph, &steps, [0, end], axis, rules, allowed);
                     let visits = chain.as_ref().map_or(1, |c| c.nodes.len() as u64);
@@ -168,7 +186,11 @@ pub fn candidates(
                 let Some(chain) = &built[&(end, axis, set)] else {
                     continue;
                 };
-                if !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
+                // A search quantizing after more passes leaves a chain with fewer to the search
+                // quantizing after that many: a T5 encoder's attention, cut with one pass, took
+                // the allowance its feed-forward needed for two (1.37× rather than 1.83×).
+                let fewer = !chain.passes.is_empty() && chain.passes.len() < passes;
+                if fewer || !chain.nodes.contains(&target) || !seen.insert(chain.nodes.clone()) {
                     continue;
                 }
                 // A shared node stays where it is for its other readers: the blocks run from
@@ -177,11 +199,12 @@ pub fn candidates(
                 let start = steps
                     .step(*first.unwrap_or(&chain.nodes[0]))
                     .expect("chain nodes are scheduled");
-                // A first pass may spend its share of the allowance left: repeated layers each
-                // need one to recompute their blocks.
-                let share = chain.first_pass.as_ref().map_or(allowance, |first| {
-                    allowance / alike_quantizers(graph, chain, first)
-                });
+                // Passes may spend their share of the allowance left: repeated layers each need
+                // one to recompute their blocks.
+                let share = match chain.passes.is_empty() {
+                    true => allowance,
+                    false => allowance / alike_quantizers(graph, chain),
+                };
                 let tries = BLOCKS.iter().filter(|&&n| n <= chain.rows).count();
                 let work = (tries * chain.nodes.len()) as u64 * UNITS_PER_NODE_VISIT;
                 if !spend(work) {
@@ -204,7 +227,7 @@ pub fn candidates(
                         let table = &planned.table;
                         let steps = [start, end];
                         let (estimate, inside) =
-                            estimate::estimate(graph, table, live, &blocking, steps);
+                            estimate::estimate(graph, table, live, (&blocking, held), steps);
                         (estimate, inside, n, blocking)
                     })
                     .min_by_key(|c| (c.0, c.1, c.3.extra_macs, c.2));
@@ -222,16 +245,20 @@ pub fn candidates(
 }
 
 /// How many DynamicQuantizeLinear nodes of `graph` are alike to the quantizer of `chain`'s
-/// first pass, itself included: of the same operator, reading a value of the same type made by
-/// the same operator (the same place in a repeated layer). A layer already cut has none left.
-fn alike_quantizers(graph: &crate::ir::Graph, chain: &RowChain, first: &FirstPass) -> u64 {
+/// latest pass before the last, itself included: of the same operator, reading a value of the
+/// same type made by the same operator (the same place in a repeated layer). A layer already
+/// cut has none left.
+fn alike_quantizers(graph: &crate::ir::Graph, chain: &RowChain) -> u64 {
     let key = |n: crate::ir::NodeId| {
         let node = &graph.nodes[n];
         let value = node.inputs.first().copied().flatten().map(|v| &graph.values[v]);
         let maker = value.and_then(|v| v.producer).map(|p| &graph.nodes[p].op_type);
         (&node.op_type, maker, value.and_then(|v| v.ty.as_ref()))
     };
-    let own = key(chain.nodes[first.quantizer]);
+    let Some(latest) = chain.passes.last() else {
+        return 1;
+    };
+    let own = key(chain.nodes[latest.quantizer]);
     let alike = (0..graph.nodes.len()).filter(|&n| key(n) == own).count();
     alike.max(1) as u64
 }
@@ -261,18 +288,15 @@ pub fn record(
     };
     let last = chain.nodes.len() - 1;
     let tiles = regions(chain.nodes[last], chain.axes[last]);
-    // A first pass's prefix runs twice in the blocks it does not keep.
-    let recomputed = blocking.recomputed_rows();
+    // The passes' prefixes run again: all rows in each later pass before the last, and in the
+    // last those of the blocks the pass before it does not keep.
+    let extra = extra_rows(chain, blocking.recomputed_rows());
     let twice = |k: usize| {
-        let prefix = chain.first_pass.as_ref().is_some_and(|f| f.prefix.contains(&k));
-        if !prefix {
-            return (0, 0);
-        }
         let extent = graph.nodes[chain.nodes[k]].outputs[0]
             .and_then(|v| super::rules::shape_of(graph, v))
             .map_or(chain.rows, |s| s[chain.axes[k]]);
-        let halo = extent / chain.rows * recomputed;
-        (halo, node_recomputed_macs(graph, chain, k, recomputed))
+        let halo = extent / chain.rows * extra[k];
+        (halo, node_recomputed_macs(graph, chain, k, extra[k]))
     };
     let nodes = chain
         .nodes

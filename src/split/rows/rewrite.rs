@@ -33,8 +33,8 @@ pub struct RowCut<'a> {
     /// is then cut by one Split before the first block (each part a view of it, and the
     /// tensor itself dead once split) rather than sliced per block.
     pub blockwise: Option<u64>,
-    /// With a first pass ([`super::chain::FirstPass`]), how many of the last blocks it keeps
-    /// for the second pass instead of recomputing them.
+    /// With passes before the last ([`super::chain::Pass`]), how many of the last blocks the
+    /// latest of them keeps for the last pass instead of recomputing them.
     pub keep: usize,
 }
 
@@ -60,9 +60,10 @@ pub fn rewrite_rows(
         let mut e = Glue::new(proto, graph, &cut.label);
         let scales = whole_scale_names(&mut e, graph, chain);
         copies.push(block_copies(&mut e, (proto, graph), cut, &scales));
-        // A two-pass quantizer's scale comes from its first pass, in the rewrite itself.
-        let two_pass = chain.first_pass.as_ref().map(|f| chain.nodes[f.quantizer]);
-        let whole = scales.iter().filter(|(id, _)| Some(**id) != two_pass);
+        // A quantizer after a pass of its own takes its scale from that pass, in the rewrite
+        // itself.
+        let passed: Vec<NodeId> = chain.passes.iter().map(|p| chain.nodes[p.quantizer]).collect();
+        let whole = scales.iter().filter(|(id, _)| !passed.contains(id));
         for (&id, [scale, zero_point]) in whole {
             let from = e.nodes.len();
             let node = &graph.nodes[id];
@@ -125,8 +126,8 @@ pub fn rewrite_rows(
 /// Adds to `e` one copy of the cut's chain per block (reading slices of the tensors made
 /// before it, with the Concat assembling each output; a DynamicQuantizeLinear's copies are
 /// QuantizeLinear nodes by its whole scale and zero point, named by `scales`), after the
-/// first pass when the chain has one; returns, per chain node, its copies' names and its
-/// first-pass copies' names.
+/// chain's passes before the last; returns, per chain node, its copies' names and the names of
+/// its copies in those passes (pass by pass, block by block).
 fn block_copies(
     e: &mut Glue,
     (proto, graph): (&ModelProto, &Graph),
@@ -163,20 +164,25 @@ fn block_copies(
             parts.map(|(key, names)| (key.clone(), names[b].clone())).collect()
         })
         .collect();
-    // The first pass: each block's prefix, for the extremes of the quantizer's input; the
-    // last `keep` blocks keep what it made for the second pass.
+    // The passes before the last: each block's prefix, for the extremes of the pass's
+    // quantizer's input; the last `keep` blocks of the last of them keep what it made for the
+    // last pass.
     let mut kept: Vec<Vec<Option<String>>> = vec![vec![None; chain.nodes.len()]; blocks.len()];
-    if let Some(first) = &chain.first_pass {
-        let quantizer = chain.nodes[first.quantizer];
+    for (i, pass) in chain.passes.iter().enumerate() {
+        let latest = i + 1 == chain.passes.len();
+        let quantizer = chain.nodes[pass.quantizer];
         let input = graph.nodes[quantizer].inputs[0].expect("a quantized input");
         let maker = copier.position[&graph.values[input].producer.expect("made in the chain")];
         // The extremes so far, folded into a running Min and Max right after each block: a
         // block's rows then die with its reductions, which nothing later waits for.
         let mut extremes: [Option<String>; 2] = [None, None];
         for (b, &block) in blocks.iter().enumerate() {
-            let tag = format!("p{b}");
+            let tag = match latest {
+                true => format!("p{b}"),
+                false => format!("pass{i}/p{b}"),
+            };
             let mut made = vec![None; chain.nodes.len()];
-            let run = (first.prefix.as_slice(), block, tag.as_str());
+            let run = (pass.prefix.as_slice(), block, tag.as_str());
             copier.copy(e, run, (&mut made, &mut slices[b]), &mut first_copies);
             let x = made[maker].clone().expect("the prefix makes the input");
             for (k, (reduce, fold)) in [("ReduceMin", "Min"), ("ReduceMax", "Max")]
@@ -192,7 +198,7 @@ fn block_copies(
                 }
                 extremes[k] = Some(out);
             }
-            if b >= blocks.len() - cut.keep {
+            if latest && b >= blocks.len() - cut.keep {
                 kept[b] = made;
             }
         }
@@ -201,18 +207,30 @@ fn block_copies(
         let base = copier.base(quantizer);
         quantize::from_extremes(e, extremes, [scale, zero_point], base);
     }
-    for (b, &block) in blocks.iter().enumerate() {
+    // The last pass runs the kept blocks first, so the rows they hold die before the other
+    // blocks recompute theirs; each node's copies and each output's parts stay in block order.
+    let kept_from = blocks.len() - cut.keep;
+    let mut names = vec![vec![Vec::new(); chain.nodes.len()]; blocks.len()];
+    let mut outputs = vec![Vec::new(); blocks.len()];
+    for b in (kept_from..blocks.len()).chain(0..kept_from) {
         let tag = format!("r{b}");
         let mut made = std::mem::take(&mut kept[b]);
-        // A kept block runs only the nodes its first pass did not: their first-pass copies are
-        // the block's.
+        // A kept block runs only the nodes the pass before the last did not: their copies in
+        // that pass, the last of each node's copies in passes, are the block's.
         for k in (0..chain.nodes.len()).filter(|&k| made[k].is_some()) {
-            copies[k].push(first_copies[k][b].clone());
+            let last_pass = first_copies[k].len() - blocks.len();
+            names[b][k].push(first_copies[k][last_pass + b].clone());
         }
         let run: Vec<usize> = (0..chain.nodes.len())
             .filter(|&k| made[k].is_none())
             .collect();
-        let outs = copier.copy(e, (&run, block, &tag), (&mut made, &mut slices[b]), &mut copies);
+        let run = (run.as_slice(), blocks[b], tag.as_str());
+        outputs[b] = copier.copy(e, run, (&mut made, &mut slices[b]), &mut names[b]);
+    }
+    for (names, outs) in names.into_iter().zip(outputs) {
+        for (k, names) in names.into_iter().enumerate() {
+            copies[k].extend(names);
+        }
         for (o, name) in outs.into_iter().filter(|n| !n.is_empty()).enumerate() {
             parts[o].push(name);
         }

@@ -44,9 +44,10 @@ pub enum Fixup {
     /// QuantizeLinear by them. Its other outputs may be read outside the chain.
     WholeScale,
     /// A DynamicQuantizeLinear whose input the chain itself makes (a chain built with
-    /// [`super::chain::RowRules::two_pass`]): its input is read in rows, a first pass of the
-    /// blocks computes them for their extremes, and the scale and zero point come from those;
-    /// each block of the second pass quantizes its rows by them (see [`super::chain::FirstPass`]).
+    /// [`super::chain::RowRules::passes`]): its input is read in rows, a pass of the blocks
+    /// before the last computes them for their extremes, and the scale and zero point come
+    /// from those; each block of the later passes quantizes its rows by them (see
+    /// [`super::chain::Pass`]).
     TwoPass,
 }
 
