@@ -11,7 +11,7 @@ use rustc_hash::FxHashSet;
 /// What a row chain's estimate counts as held around its blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Held {
-    /// Step by step ([`around`]): the most the plan holds at one step before the blocks run,
+    /// Step by step ([`held_steps`]): the most the plan holds at one step before the blocks run,
     /// and what it holds where they run. Ranking attention chains by the bytes held across
     /// their whole span counted the key and value projections' intermediates, which die
     /// before the blocks run, with the keys and values: a GPT-2 style decoder's attention was
@@ -25,27 +25,47 @@ pub enum Held {
     Span,
 }
 
-/// The estimated arena once the blocking's chain (its nodes between steps `start` and `end`
-/// of the plan) runs in its blocks: the peak outside those steps, or what the plan holds
-/// around them without the chain's own tensors (as `held` says), the assembled outputs and
-/// one block's working set (with passes before the last, plus the rows the latest of them
-/// keeps for the last) where the blocks run. Returns that estimate and the chain's own part
-/// (without the peak outside), which ranks block counts when an equal peak elsewhere hides
-/// the difference.
-pub fn estimate(
-    graph: &Graph,
-    table: &Table,
-    live: &[u64],
-    (blocking, held): (&Blocking, Held),
-    [start, end]: [usize; 2],
-) -> (u64, u64) {
+/// What the plan holds around a chain (its nodes between steps `start` and `end`), whatever
+/// its block count: the peak outside those steps, the most held at one step before the
+/// blocks run (0 for [`Held::Span`]), and what is held where they run, the chain's own
+/// tensors left out.
+pub struct Around {
+    outside: u64,
+    before: u64,
+    at_end: u64,
+}
+
+impl Around {
+    /// What the plan (its `table`, `live` bytes per step) holds around `chain` at steps
+    /// `start..=end`, counted as `held` says.
+    pub fn new(
+        graph: &Graph,
+        (table, live): (&Table, &[u64]),
+        chain: &RowChain,
+        held: Held,
+        [start, end]: [usize; 2],
+    ) -> Around {
+        let [before, at_end] = match held {
+            Held::Steps => held_steps(graph, table, chain, [start, end]),
+            Held::Span => [0, crossing(graph, table, &chain.nodes, [start, end])],
+        };
+        Around {
+            outside: outside_peak(live, [start, end]),
+            before,
+            at_end,
+        }
+    }
+}
+
+/// The estimated arena once the blocking's chain runs in its blocks, with what the plan
+/// holds `around` it: the peak outside the chain's steps, the most held at one step before
+/// the blocks run, or what is held where they run plus the assembled outputs and one block's
+/// working set (with passes before the last, plus the rows the latest of them keeps for the
+/// last). Returns that estimate and the chain's own part (without the peak outside), which
+/// ranks block counts when an equal peak elsewhere hides the difference.
+pub fn estimate(graph: &Graph, around: &Around, blocking: &Blocking) -> (u64, u64) {
     let chain = &blocking.chain;
     let blocks = blocking.blocks.len() as i64;
-    let outside = outside_peak(live, [start, end]);
-    let [before, crossing] = match held {
-        Held::Steps => around(graph, table, chain, [start, end]),
-        Held::Span => [0, crossing(graph, table, &chain.nodes, [start, end])],
-    };
     let output: u64 = chain.outputs.iter().map(|&v| bytes(graph, v)).sum();
     let all: Vec<usize> = (0..chain.nodes.len()).collect();
     let working = match chain.passes.last() {
@@ -59,8 +79,8 @@ pub fn estimate(
             blocking.keep as u64 * part + peak.unwrap_or(0).max(last)
         }
     };
-    let inside = before.max(crossing + output + working);
-    (outside.max(inside), inside)
+    let inside = around.before.max(around.at_end + output + working);
+    (around.outside.max(inside), inside)
 }
 
 /// What the plan holds around the chain once its nodes (steps `start..=end`) run as blocks at
@@ -68,7 +88,12 @@ pub fn estimate(
 /// neither the chain's own tensors nor the steps' ranges twice (a union of byte ranges, so
 /// a tensor written in place of another counts with the bytes it shares). Each tensor the
 /// blocks read from outside lives from where it is made to `end`, where they read it.
-fn around(graph: &Graph, table: &Table, chain: &RowChain, [start, end]: [usize; 2]) -> [u64; 2] {
+fn held_steps(
+    graph: &Graph,
+    table: &Table,
+    chain: &RowChain,
+    [start, end]: [usize; 2],
+) -> [u64; 2] {
     let made: FxHashSet<ValueId> = chain
         .nodes
         .iter()

@@ -210,6 +210,8 @@ pub fn candidates(
                 if !spend(work) {
                     return Err(Spent);
                 }
+                let table = &planned.table;
+                let around = estimate::Around::new(graph, (table, live), chain, held, [start, end]);
                 let best = BLOCKS
                     .iter()
                     .filter(|&&n| n <= chain.rows)
@@ -224,10 +226,7 @@ pub fn candidates(
                             extra_macs: 0,
                         }
                         .within(graph, share);
-                        let table = &planned.table;
-                        let steps = [start, end];
-                        let (estimate, inside) =
-                            estimate::estimate(graph, table, live, (&blocking, held), steps);
+                        let (estimate, inside) = estimate::estimate(graph, &around, &blocking);
                         (estimate, inside, n, blocking)
                     })
                     .min_by_key(|c| (c.0, c.1, c.3.extra_macs, c.2));
