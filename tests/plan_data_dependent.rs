@@ -227,22 +227,16 @@ fn detection_models_run_in_onnxruntime_within_their_bounds() {
         String::from_utf8_lossy(&made.stderr)
     );
     let binary = Path::new(env!("CARGO_BIN_EXE_onnx-memplan"));
-    let run = Command::new(&python)
-        .arg(script("ort_bounds.py"))
-        .arg("--bin")
-        .arg(binary)
-        .arg("--dir")
-        .arg(&models)
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&run.stdout);
-    eprintln!("{said}");
-    assert!(
-        run.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&run.stderr)
+    let said = common::assert_succeeds(
+        "",
+        Command::new(&python)
+            .arg(script("ort_bounds.py"))
+            .arg("--bin")
+            .arg(binary)
+            .arg("--dir")
+            .arg(&models)
+            .arg("--out")
+            .arg(dir.path().join("out")),
     );
     // Every model of the generator was planned and checked.
     assert_eq!(said.matches("PASS").count(), 8, "{said}");

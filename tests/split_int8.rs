@@ -227,18 +227,12 @@ spread = len(np.unique(ya[0]))
 print(f"bit-identical {same}, {spread} distinct output values, dtype {ya[0].dtype}")
 sys.exit(0 if same and spread > 8 else 1)
 "#;
-    let run = Command::new(python)
-        .args(["-c", script])
-        .arg(original)
-        .arg(rewritten)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&run.stdout);
-    eprintln!("onnxruntime: {said}");
-    assert!(
-        run.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&run.stderr)
+    common::assert_succeeds(
+        "onnxruntime: ",
+        Command::new(python)
+            .args(["-c", script])
+            .arg(original)
+            .arg(rewritten),
     );
 }
 

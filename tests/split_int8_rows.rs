@@ -466,18 +466,12 @@ fn split_auto_blocks_through_the_dynamic_quantize_linear() {
         eprintln!("SKIPPED arena run: no Python with onnxruntime");
         return;
     };
-    let arena = Command::new(python)
-        .arg(common::root().join("scripts/arena_run.py"))
-        .args(["--model", out.to_str().unwrap()])
-        .args(["--table", table_path.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&arena.stdout);
-    eprintln!("arena run: {said}");
-    assert!(
-        arena.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&arena.stderr)
+    common::assert_succeeds(
+        "arena run: ",
+        Command::new(python)
+            .arg(common::root().join("scripts/arena_run.py"))
+            .args(["--model", out.to_str().unwrap()])
+            .args(["--table", table_path.to_str().unwrap()]),
     );
 }
 
@@ -666,18 +660,12 @@ fn split_auto_lowers_bert_tiny_dyn_at_128_tokens() {
         eprintln!("SKIPPED arena run: no Python with onnxruntime");
         return;
     };
-    let arena = Command::new(python)
-        .arg(common::root().join("scripts/arena_run.py"))
-        .args(["--model", out.to_str().unwrap()])
-        .args(["--table", table_path.to_str().unwrap()])
-        .args(["--dim", "batch=1", "--dim", "sequence=128"])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&arena.stdout);
-    eprintln!("arena run: {said}");
-    assert!(
-        arena.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&arena.stderr)
+    common::assert_succeeds(
+        "arena run: ",
+        Command::new(python)
+            .arg(common::root().join("scripts/arena_run.py"))
+            .args(["--model", out.to_str().unwrap()])
+            .args(["--table", table_path.to_str().unwrap()])
+            .args(["--dim", "batch=1", "--dim", "sequence=128"]),
     );
 }

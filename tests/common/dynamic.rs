@@ -73,18 +73,12 @@ for kind in sys.argv[3:]:
         bad.append(kind)
 sys.exit(1 if bad else 0)
 "#;
-    let run = Command::new(python)
-        .args(["-c", script])
-        .arg(original)
-        .arg(rewritten)
-        .args(inputs)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&run.stdout);
-    eprintln!("onnxruntime: {said}");
-    assert!(
-        run.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&run.stderr)
+    super::assert_succeeds(
+        "onnxruntime: ",
+        Command::new(python)
+            .args(["-c", script])
+            .arg(original)
+            .arg(rewritten)
+            .args(inputs),
     );
 }

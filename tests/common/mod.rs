@@ -372,6 +372,20 @@ pub fn ort_python() -> Option<PathBuf> {
     })
 }
 
+/// Runs `command` (a Python check), shows its output after `label`, asserts it succeeded
+/// (showing its output and errors if not) and returns its output.
+pub fn assert_succeeds(label: &str, command: &mut Command) -> String {
+    let run = command.output().unwrap();
+    let said = String::from_utf8_lossy(&run.stdout).into_owned();
+    eprintln!("{label}{said}");
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    said
+}
+
 /// Loads `model` with onnx's own loader, external data included (`onnx.load`, which refuses a
 /// data file outside the model's folder or with several hard links), and checks it with
 /// `onnx.checker.check_model(full_check=True)`; every initializer must come back with its data.
@@ -392,18 +406,7 @@ empty = [t.name for t in m.graph.initializer if not onnx.numpy_helper.to_array(t
 assert not empty, f"initializers without data: {empty}"
 print(f"onnx.load: {len(m.graph.initializer)} initializers with their data")
 "#;
-    let run = Command::new(python)
-        .args(["-c", script])
-        .arg(model)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&run.stdout);
-    eprintln!("{said}");
-    assert!(
-        run.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_succeeds("", Command::new(python).args(["-c", script]).arg(model));
 }
 
 /// Runs both models in onnxruntime on the same random input (float inputs drawn from a normal
@@ -441,18 +444,12 @@ same = bool(np.array_equal(ya, yb))
 print(f"bit-identical {same}, max difference {d:.3g} (largest magnitude {scale:.3g}, {ya.size} elements)")
 sys.exit(0 if d <= 1e-5 * scale else 1)
 "#;
-    let run = Command::new(python)
-        .args(["-c", script])
-        .arg(original)
-        .arg(rewritten)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&run.stdout);
-    eprintln!("onnxruntime: {said}");
-    assert!(
-        run.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&run.stderr)
+    assert_succeeds(
+        "onnxruntime: ",
+        Command::new(python)
+            .args(["-c", script])
+            .arg(original)
+            .arg(rewritten),
     );
 }
 
