@@ -21,6 +21,9 @@ pub(super) struct Grouping<'a> {
     pub(super) sharing: Vec<Option<Sharing>>,
     pub(super) strides: Vec<Option<Arc<[u64]>>>,
     pub(super) part_of: Vec<Option<(usize, u64)>>,
+    /// Each arena tensor's byte offset inside its buffer (the offset its buffer's `members`
+    /// records, kept here so that finding it costs no scan of a large group).
+    pub(super) offsets: Vec<u64>,
     pub(super) alignment: u64,
     pub(super) strided: bool,
     pub(super) blockwise: bool,
@@ -38,13 +41,8 @@ impl<'a> Grouping<'a> {
     }
 
     fn offset_of(&self, tensor: usize) -> u64 {
-        let b = self.buffer_of[tensor].expect("tensor is in the arena");
-        self.buffers[b]
-            .members
-            .iter()
-            .find(|m| m.0 == tensor)
-            .expect("member of its buffer")
-            .1
+        debug_assert!(self.buffer_of[tensor].is_some(), "tensor is in the arena");
+        self.offsets[tensor]
     }
 
     /// Moves the single-member buffer of `tensor` into buffer `into` at byte `offset`.
@@ -56,6 +54,7 @@ impl<'a> Grouping<'a> {
         let target = &mut self.buffers[into];
         target.members.push((tensor, offset));
         target.bytes = target.bytes.max(offset + bytes);
+        self.offsets[tensor] = offset;
         target.first = target.first.min(first);
         target.last = target.last.max(last);
         self.buffer_of[tensor] = Some(into);
@@ -104,22 +103,35 @@ impl<'a> Grouping<'a> {
                 continue;
             };
             let group = &self.buffers[b];
-            let sizes_match = self.tensors[input].bytes == self.tensors[out].bytes
-                && self.elem_bits(input) == self.elem_bits(out);
-            let protected = group
-                .members
-                .iter()
-                .any(|&(m, _)| self.tensors[m].kind != TensorKind::Intermediate);
+            let sizes_match = || {
+                self.tensors[input].bytes == self.tensors[out].bytes
+                    && self.elem_bits(input) == self.elem_bits(out)
+            };
+            let protected = || {
+                group
+                    .members
+                    .iter()
+                    .any(|&(m, _)| self.tensors[m].kind != TensorKind::Intermediate)
+            };
             // No other input of the node may share bytes with the overwritten group.
-            let other_reader = node.inputs.iter().flatten().any(|&v| {
-                self.tensor_of[v].is_some_and(|t| t != input && self.buffer_of[t] == Some(b))
-            });
+            let other_reader = || {
+                node.inputs.iter().flatten().any(|&v| {
+                    self.tensor_of[v].is_some_and(|t| t != input && self.buffer_of[t] == Some(b))
+                })
+            };
             let freed = || {
                 self.extent(input, self.offset_of(input))
                     .is_some_and(|bytes| self.unread_from(b, bytes, step + 1, &[]))
             };
-            let dies = group.last == step || (self.blockwise && freed());
-            if sizes_match && dies && !protected && !other_reader && self.keeps_layout(input, out) {
+            let dies = || group.last == step || (self.blockwise && freed());
+            // The cheap tests first: a group's members are scanned only for a candidate that
+            // passes them.
+            if sizes_match()
+                && !other_reader()
+                && self.keeps_layout(input, out)
+                && !protected()
+                && dies()
+            {
                 let offset = self.offset_of(input);
                 self.join(out, b, offset);
                 self.strides[out] = self.strides[input].clone();
@@ -211,10 +223,14 @@ impl<'a> Grouping<'a> {
     /// whatever else the buffer still holds (the other slices of a split tensor).
     fn unread_from(&self, b: usize, (lo, hi): (u64, u64), from: usize, except: &[usize]) -> bool {
         self.buffers[b].members.iter().all(|&(m, at)| {
+            let read = self.tensors[m].last >= from;
+            // A row-major member read no more needs no extent (it has one: its bytes).
+            let unread_row_major = !read && self.strides[m].is_none();
             except.contains(&m)
+                || (unread_row_major && self.tensors[m].bytes.is_some())
                 || self
                     .extent(m, at)
-                    .is_some_and(|(l, h)| h <= lo || l >= hi || self.tensors[m].last < from)
+                    .is_some_and(|(l, h)| h <= lo || l >= hi || !read)
         })
     }
 
@@ -429,6 +445,7 @@ impl<'a> Grouping<'a> {
         for (m, at, m_shape) in &moved {
             target.members.push((*m, *at));
             target.bytes = target.bytes.max(at + footprint(m_shape, strides, elem));
+            self.offsets[*m] = *at;
             self.buffer_of[*m] = Some(into);
             self.strides[*m] = Some(Arc::clone(strides));
         }

@@ -139,6 +139,9 @@ pub struct Analyser<'g> {
     tensors: Arc<[TensorLife]>,
     tensor_of: Vec<Option<usize>>,
     rules: Vec<ReuseRule>,
+    /// For each node whose first output is read once, by a Concat alone, and is no graph
+    /// output: that output and the Concat (where `sliced_part` may keep it out of place).
+    concat_part: Vec<Option<(ValueId, NodeId)>>,
     known: Known<'g>,
 }
 
@@ -150,7 +153,22 @@ impl<'g> Analyser<'g> {
         for (i, t) in tensors.iter().enumerate() {
             tensor_of[t.value] = Some(i);
         }
-        let rules = graph.nodes.iter().map(|n| node_rule(graph, n)).collect();
+        let rules: Vec<ReuseRule> = graph.nodes.iter().map(|n| node_rule(graph, n)).collect();
+        let concat_part = graph
+            .nodes
+            .iter()
+            .map(|n| {
+                let out = n.outputs.first().copied().flatten()?;
+                let value = &graph.values[out];
+                let [concat] = value.consumers.as_slice() else {
+                    return None;
+                };
+                let reads = graph.nodes[*concat].inputs.iter();
+                let once = reads.filter(|&&v| v == Some(out)).count() == 1;
+                (!value.is_output && matches!(rules[*concat], ReuseRule::ConcatSlices) && once)
+                    .then_some((out, *concat))
+            })
+            .collect();
         Ok(Analyser {
             graph,
             order,
@@ -158,6 +176,7 @@ impl<'g> Analyser<'g> {
             tensors,
             tensor_of,
             rules,
+            concat_part,
             known: Known::new(graph),
         })
     }
@@ -173,26 +192,19 @@ impl<'g> Analyser<'g> {
         node_id: NodeId,
         slices: &dyn Fn(NodeId) -> bool,
     ) -> bool {
-        let graph = self.graph;
-        let Some(out) = graph.nodes[node_id].outputs.first().copied().flatten() else {
-            return false;
-        };
-        let value = &graph.values[out];
-        let [concat] = value.consumers.as_slice() else {
-            return false;
-        };
-        let node = &graph.nodes[*concat];
         // Under `blockwise` the blocks write over their input's slices instead, and the Concat
         // takes the bytes they leave (see `try_assembled`).
-        if value.is_output
-            || self.options.blockwise
-            || !self.options.alias
-            || !matches!(self.rules[*concat], ReuseRule::ConcatSlices)
-            || !slices(*concat)
-            || node.inputs.iter().filter(|&&v| v == Some(out)).count() != 1
-        {
+        if self.options.blockwise || !self.options.alias {
             return false;
         }
+        let graph = self.graph;
+        let Some((out, concat)) = self.concat_part[node_id] else {
+            return false;
+        };
+        if !slices(concat) {
+            return false;
+        }
+        let node = &graph.nodes[concat];
         let Some(whole) = grouping.tensor(node.outputs.first().copied().flatten()) else {
             return false;
         };
@@ -242,6 +254,7 @@ impl<'g> Analyser<'g> {
             sharing: vec![None; tensors.len()],
             strides: vec![None; tensors.len()],
             part_of: vec![None; tensors.len()],
+            offsets: vec![0; tensors.len()],
             alignment: options.alignment.max(1),
             strided: options.strided,
             blockwise: options.blockwise,
@@ -579,3 +592,4 @@ mod tests {
         assert_ne!(l.buffer_of[y], l.buffer_of[index(&g, &l, "x")]);
     }
 }
+
