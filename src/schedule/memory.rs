@@ -4,10 +4,11 @@
 //! Candidates: the stored order; the stored order with constant subgraphs (nodes computing only
 //! from weights, e.g. ConstantOfShape of a constant shape) sunk next to their first consumer; a
 //! greedy list schedule that runs the ready node with the smallest net allocation; the same with
-//! sinking; and the frontier search of [`super::frontier`], a dynamic program over sets of
-//! executed nodes that is exact while the sets stay few and a beam search beyond, with and
-//! without sinking. The greedy and frontier searches run over [`Steps`] (a QDQ node unit is
-//! one step, its float tensors costing nothing).
+//! sinking, and with every node that holds at least twice the bytes it reads sunk as well; and
+//! the frontier search of [`super::frontier`], a dynamic program over sets of executed nodes that
+//! is exact while the sets stay few and a beam search beyond, with and without either sinking.
+//! The greedy and frontier searches run over [`Steps`] (a QDQ node unit is one step, its float
+//! tensors costing nothing).
 
 use std::collections::HashMap;
 
@@ -62,6 +63,7 @@ pub fn memory_order(
     candidates.push(("stored+sink", sink_constants(graph, &costs, stored)));
     let greedy = greedy_order(graph, &costs, &steps);
     candidates.push(("greedy+sink", sink_constants(graph, &costs, &greedy)));
+    candidates.push(("greedy+sink-all", sink_allocating(graph, &costs, &greedy)));
     candidates.push(("greedy", greedy));
     let frontier = frontier_order(graph, &steps, &|v| costs.bytes[v], frontier);
     let method = if frontier.exact {
@@ -73,6 +75,8 @@ pub fn memory_order(
         "frontier+sink",
         sink_constants(graph, &costs, &frontier.order),
     ));
+    let sunk = sink_allocating(graph, &costs, &frontier.order);
+    candidates.push(("frontier+sink-all", sunk));
     candidates.push((method, frontier.order));
     let mut results = Vec::new();
     for (method, order) in candidates {
@@ -106,6 +110,12 @@ struct Costs {
     reads: Vec<Vec<ValueId>>,
     /// Nodes whose result depends only on constants.
     constant_subgraph: Vec<bool>,
+    /// Nodes that hold at least twice the bytes they read (and make no graph output): moved
+    /// to just before their first reader, no step holds more than before, sharing aside. A
+    /// node holding as much as it reads (a row block's MatMul) stays: sunk too, the blocks of
+    /// BERT encoders split by rows all ran together at their Concat, their row slices still
+    /// ahead, and the split arenas came out 1.5% larger.
+    allocating: Vec<bool>,
 }
 
 impl Costs {
@@ -155,10 +165,22 @@ impl Costs {
                     .any(|&o| graph.values[o].is_output);
             }
         }
+        let allocating = graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(id, node)| {
+                let outputs = node.outputs.iter().flatten();
+                let made: u64 = outputs.clone().map(|&o| bytes[o]).sum();
+                let read: u64 = reads[id].iter().map(|&v| bytes[v]).sum();
+                made >= 2 * read && !outputs.clone().any(|&o| graph.values[o].is_output)
+            })
+            .collect();
         Costs {
             bytes,
             reads,
             constant_subgraph,
+            allocating,
         }
     }
 }
@@ -166,12 +188,30 @@ impl Costs {
 /// `order` with every constant-subgraph node moved to just before its first consumer
 /// (its own constant ancestors in front of it, in their original relative order).
 fn sink_constants(graph: &Graph, costs: &Costs, order: &[NodeId]) -> Vec<NodeId> {
+    sink(graph, costs, order, &costs.constant_subgraph)
+}
+
+/// `order` with every constant-subgraph node and every node that holds at least twice the
+/// bytes it reads moved to just before its first consumer ([`sink`]): a greedy order runs such a
+/// node as soon as it allocates less than the next node on the main path (an attention
+/// mask's rows, recomputed per block of a split layer, ran at the model's start and stayed
+/// live through every other layer).
+fn sink_allocating(graph: &Graph, costs: &Costs, order: &[NodeId]) -> Vec<NodeId> {
+    let which: Vec<bool> = (costs.constant_subgraph.iter().zip(&costs.allocating))
+        .map(|(&c, &a)| c || a)
+        .collect();
+    sink(graph, costs, order, &which)
+}
+
+/// `order` with every node `which` marks moved to just before its first consumer (its own
+/// marked ancestors in front of it, in their original relative order).
+fn sink(graph: &Graph, costs: &Costs, order: &[NodeId], which: &[bool]) -> Vec<NodeId> {
     let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
     let mut emitted = vec![false; graph.nodes.len()];
     let mut out = Vec::with_capacity(order.len());
     fn emit(
         graph: &Graph,
-        costs: &Costs,
+        (costs, which): (&Costs, &[bool]),
         position: &HashMap<NodeId, usize>,
         node: NodeId,
         emitted: &mut [bool],
@@ -180,27 +220,27 @@ fn sink_constants(graph: &Graph, costs: &Costs, order: &[NodeId]) -> Vec<NodeId>
         let mut ancestors: Vec<NodeId> = costs.reads[node]
             .iter()
             .filter_map(|&v| graph.values[v].producer)
-            .filter(|&p| costs.constant_subgraph[p] && !emitted[p])
+            .filter(|&p| which[p] && !emitted[p])
             .collect();
         ancestors.sort_by_key(|p| position[p]);
         ancestors.dedup();
         for p in ancestors {
             if !emitted[p] {
-                emit(graph, costs, position, p, emitted, out);
+                emit(graph, (costs, which), position, p, emitted, out);
             }
         }
         emitted[node] = true;
         out.push(node);
     }
     for &node in order {
-        if !costs.constant_subgraph[node] && !emitted[node] {
-            emit(graph, costs, &position, node, &mut emitted, &mut out);
+        if !which[node] && !emitted[node] {
+            emit(graph, (costs, which), &position, node, &mut emitted, &mut out);
         }
     }
     // Constant subgraphs nothing reads keep their relative order at the end.
     for &node in order {
         if !emitted[node] {
-            emit(graph, costs, &position, node, &mut emitted, &mut out);
+            emit(graph, (costs, which), &position, node, &mut emitted, &mut out);
         }
     }
     out
@@ -270,8 +310,50 @@ mod tests {
             bytes: (0..graph.values.len()).map(bytes).collect(),
             reads: Vec::new(),
             constant_subgraph: vec![false; graph.nodes.len()],
+            allocating: vec![false; graph.nodes.len()],
         };
         let steps = Steps::new(&graph);
         assert_eq!(greedy_order(&graph, &costs, &steps), vec![0, 1, 2, 3, 4]);
+    }
+
+    /// Graph inputs x [1, 100] and m [1, 1] (float32: 400 and 4 bytes); node 0 (E) makes
+    /// e [1, 100] from m, node 1 (A) makes a [1, 1000] from x, node 2 (B) makes b [1, 10]
+    /// from a, node 3 (C) makes the graph output y [1, 10] from b and e. Worked by hand:
+    /// E holds at least twice what it reads (400 ≥ 2 × 4 bytes), A too (4,000 ≥ 2 × 400), B
+    /// does not (40 < 2 × 4,000) and C makes a graph output. In the stored order E, A, B, C, A's step holds
+    /// m, x, e and a: 4,804 bytes. Sinking moves E to just before C (A already runs just
+    /// before B), so A's step holds 4,404. Nothing is a constant subgraph, so sinking
+    /// constants alone keeps the order.
+    #[test]
+    fn a_node_holding_more_than_it_reads_sinks_to_its_reader() {
+        use crate::ir::{DType, ValueType, known_shape};
+        use crate::onnx::proto::GraphProto;
+        use crate::schedule::test_nodes::{info, node};
+        let mut graph = Graph::from_proto(&GraphProto {
+            node: vec![
+                node("E", &["m"], &["e"]),
+                node("A", &["x"], &["a"]),
+                node("B", &["a"], &["b"]),
+                node("C", &["b", "e"], &["y"]),
+            ],
+            input: vec![info("x"), info("m")],
+            output: vec![info("y")],
+            ..Default::default()
+        })
+        .expect("a valid graph");
+        for v in &mut graph.values {
+            let width = match v.name.as_str() {
+                "m" => 1,
+                "x" | "e" => 100,
+                "a" => 1000,
+                _ => 10,
+            };
+            v.ty = Some(ValueType::tensor(DType::Float, known_shape(&[1, width])));
+        }
+        let costs = Costs::new(&graph);
+        assert_eq!(costs.allocating, vec![true, true, false, false]);
+        let stored = [0, 1, 2, 3];
+        assert_eq!(sink_allocating(&graph, &costs, &stored), vec![1, 2, 0, 3]);
+        assert_eq!(sink_constants(&graph, &costs, &stored), stored.to_vec());
     }
 }
