@@ -6,7 +6,7 @@
 //! greedy list schedule that runs the ready node with the smallest net allocation; the same with
 //! sinking, and with every node that holds at least twice the bytes it reads sunk as well; and
 //! the frontier search of [`super::frontier`], a dynamic program over sets of executed nodes that
-//! is exact while the sets stay few and a beam search beyond, with and without either sinking.
+//! is exact while the sets stay few and a beam search beyond, with and without sinking.
 //! The greedy and frontier searches run over [`Steps`] (a QDQ node unit is one step, its float
 //! tensors costing nothing).
 
@@ -75,8 +75,6 @@ pub fn memory_order(
         "frontier+sink",
         sink_constants(graph, &costs, &frontier.order),
     ));
-    let sunk = sink_allocating(graph, &costs, &frontier.order);
-    candidates.push(("frontier+sink-all", sunk));
     candidates.push((method, frontier.order));
     let mut results = Vec::new();
     for (method, order) in candidates {
