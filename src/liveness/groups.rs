@@ -592,4 +592,3 @@ mod tests {
         assert_ne!(l.buffer_of[y], l.buffer_of[index(&g, &l, "x")]);
     }
 }
-

@@ -235,7 +235,7 @@ fn sink(graph: &Graph, costs: &Costs, order: &[NodeId], which: &[bool]) -> Vec<N
             emit(graph, (costs, which), &position, node, &mut emitted, &mut out);
         }
     }
-    // Constant subgraphs nothing reads keep their relative order at the end.
+    // Marked nodes nothing reads (constant subgraphs) keep their relative order at the end.
     for &node in order {
         if !emitted[node] {
             emit(graph, (costs, which), &position, node, &mut emitted, &mut out);
@@ -318,10 +318,10 @@ mod tests {
     /// e [1, 100] from m, node 1 (A) makes a [1, 1000] from x, node 2 (B) makes b [1, 10]
     /// from a, node 3 (C) makes the graph output y [1, 10] from b and e. Worked by hand:
     /// E holds at least twice what it reads (400 ≥ 2 × 4 bytes), A too (4,000 ≥ 2 × 400), B
-    /// does not (40 < 2 × 4,000) and C makes a graph output. In the stored order E, A, B, C, A's step holds
-    /// m, x, e and a: 4,804 bytes. Sinking moves E to just before C (A already runs just
-    /// before B), so A's step holds 4,404. Nothing is a constant subgraph, so sinking
-    /// constants alone keeps the order.
+    /// does not (40 < 2 × 4,000) and C makes a graph output. In the stored order E, A, B, C,
+    /// A's step holds m, x, e and a: 4,804 bytes. Sinking moves E to just before C (A already
+    /// runs just before B), so A's step holds 4,404. Nothing is a constant subgraph, so
+    /// sinking constants alone keeps the order.
     #[test]
     fn a_node_holding_more_than_it_reads_sinks_to_its_reader() {
         use crate::ir::{DType, ValueType, known_shape};
