@@ -15,14 +15,13 @@
 
 mod common;
 
-use common::dynamic::{assert_bit_identical, u8_init};
+use common::dynamic::{assert_bit_identical, count_op, rewrite_rows_to, u8_init};
 use common::{float_info, float_init, model, node, with_int, write_model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Pass, Recompute, RowOrder, RowRules, row_chain};
 use onnx_memplan::split::rows::recomputed_macs;
-use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 
 /// The pre-norm feed-forward block described above (weights a fixed pattern).
@@ -131,14 +130,8 @@ fn three_passes_quantize_a_pre_norm_feed_forward_in_blocks() {
     let macs = |keep| recomputed_macs(graph, &chain, &blocks, keep);
     assert_eq!([macs(0), macs(1), macs(4)], [6144, 4864, 1024]);
 
-    let cut = RowCut {
-        chain: &chain,
-        blocks: &blocks,
-        label: "split1".to_string(),
-        blockwise: None,
-        keep: 1,
-    };
-    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let split = dir.path().join("pre_norm.split.onnx");
+    let rewritten = rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 1), &split);
     let parts = &rewritten.parts[0];
     // The MatMul's copies in the passes before the last: 4 in each; the kept block's copy in
     // the last pass is its copy in the second.
@@ -147,11 +140,9 @@ fn three_passes_quantize_a_pre_norm_feed_forward_in_blocks() {
     assert!(parts.first_pass[8].is_empty());
     assert_eq!(parts.copies[0].len(), 4);
     assert_eq!(parts.copies[0][3], parts.first_pass[0][7]);
-    let split = dir.path().join("pre_norm.split.onnx");
-    write_model(&rewritten.model, &split);
     let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
     let nodes = &blocked.graph.nodes;
-    let count = |op: &str| nodes.iter().filter(|n| n.op_type == op).count();
+    let count = |op: &str| count_op(&blocked.graph, op);
     // MatMul: 4 + 4 + 3; Relu: the stand-in's 11 and the second's 4 + 3; reductions: 4 per pass
     // before the last; QuantizeLinear: H's 4 + 3 and G's 4; MatMulInteger: the first's 4 + 3,
     // the second's 4.

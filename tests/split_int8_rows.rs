@@ -22,13 +22,12 @@ mod common;
 
 use std::process::Command;
 
-use common::dynamic::{assert_bit_identical, u8_init};
+use common::dynamic::{assert_bit_identical, count_op, made_by, rewrite_rows_to, u8_init};
 use common::{float_info, float_init, model, node, with_int, write_model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, ValueInfoProto, type_proto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Pass, Recompute, RowOrder, RowRules, row_chain};
-use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 
 /// The dynamically quantized feed-forward block at `s` tokens (described above).
@@ -98,34 +97,13 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     assert_eq!(chain.rows, 16);
 
     let blocks = Span::parts(16, 4);
-    let cut = RowCut {
-        chain: &chain,
-        blocks: &blocks,
-        label: "split1".to_string(),
-        blockwise: None,
-        keep: 0,
-    };
-    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
     let split = dir.path().join("ffn.split.onnx");
-    write_model(&rewritten.model, &split);
+    rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
     // Four QuantizeLinears making [1,4,8] and four MatMulIntegers making [1,4,32] (worked
     // above); the scale and zero point from one ReduceMin and one ReduceMax.
     let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let count = |op: &str| {
-        blocked
-            .graph
-            .nodes
-            .iter()
-            .filter(|n| n.op_type == op)
-            .count()
-    };
-    let made = |op: &str| -> Vec<Vec<i64>> {
-        let graph = &blocked.graph;
-        let made_by = graph.nodes.iter().filter(|n| n.op_type == op);
-        made_by
-            .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
-            .collect()
-    };
+    let count = |op: &str| count_op(&blocked.graph, op);
+    let made = |op: &str| made_by(&blocked.graph, op);
     assert_eq!(made("QuantizeLinear"), vec![vec![1, 4, 8]; 4]);
     assert_eq!(made("MatMulInteger"), vec![vec![1, 4, 32]; 4]);
     assert_eq!(count("DynamicQuantizeLinear"), 0);
@@ -224,14 +202,8 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     let macs = |keep| onnx_memplan::split::rows::recomputed_macs(graph, &chain, &blocks, keep);
     assert_eq!([macs(0), macs(1), macs(4)], [1024, 768, 0]);
 
-    let cut = RowCut {
-        chain: &chain,
-        blocks: &blocks,
-        label: "split1".to_string(),
-        blockwise: None,
-        keep: 1,
-    };
-    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let split = dir.path().join("prefixed.split.onnx");
+    let rewritten = rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 1), &split);
     // Each node's tiles are its copies in the blocks' order: the kept block's prefix is its
     // first-pass copy.
     let parts = &rewritten.parts[0];
@@ -239,13 +211,8 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     assert_eq!(parts.copies[0].len(), 4);
     assert_eq!(parts.copies[0][3], parts.first_pass[0][3]);
     assert!(parts.first_pass[3].is_empty());
-    let split = dir.path().join("prefixed.split.onnx");
-    write_model(&rewritten.model, &split);
     let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let count = |op: &str| {
-        let nodes = blocked.graph.nodes.iter();
-        nodes.filter(|n| n.op_type == op).count()
-    };
+    let count = |op: &str| count_op(&blocked.graph, op);
     let counts = [
         "MatMul",
         "Relu",
@@ -350,16 +317,8 @@ fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
         row_chain(graph, &RowOrder::new(&order), [0, 1], 1, rules, &|_| true).expect("a row chain");
     assert_eq!(chain.nodes, [0, 1]);
     let blocks = Span::parts(16, 4);
-    let cut = RowCut {
-        chain: &chain,
-        blocks: &blocks,
-        label: "split1".to_string(),
-        blockwise: None,
-        keep: 0,
-    };
-    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
     let split = dir.path().join("q.split.onnx");
-    write_model(&rewritten.model, &split);
+    let rewritten = rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
     let ops: Vec<&str> = rewritten
         .model
         .graph
@@ -554,24 +513,10 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
     assert_eq!(chain.nodes, [0, 1, 2, 3]);
     assert_eq!(chain.rows, 16);
     let blocks = Span::parts(16, 4);
-    let cut = RowCut {
-        chain: &chain,
-        blocks: &blocks,
-        label: "split1".to_string(),
-        blockwise: None,
-        keep: 0,
-    };
-    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
     let split = dir.path().join("mlp.split.onnx");
-    write_model(&rewritten.model, &split);
+    rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
     let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let made = |op: &str| -> Vec<Vec<i64>> {
-        let graph = &blocked.graph;
-        let made_by = graph.nodes.iter().filter(|n| n.op_type == op);
-        made_by
-            .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
-            .collect()
-    };
+    let made = |op: &str| made_by(&blocked.graph, op);
     assert_eq!(made("QLinearMatMul"), vec![vec![4, 32]; 4]);
     assert_eq!(made("QGemm"), vec![vec![4, 8]; 4]);
     common::assert_plans(dir.path(), &split);

@@ -82,3 +82,43 @@ sys.exit(1 if bad else 0)
             .args(inputs),
     );
 }
+
+/// `proto` (typed as `graph`, nodes in `order`) with `chain` run in `blocks` under the label
+/// `split1` (no Split before the first block), the last `keep` blocks of the pass before the
+/// last kept for it; the rewritten model is also written to `path`.
+pub fn rewrite_rows_to(
+    proto: &onnx_memplan::onnx::proto::ModelProto,
+    graph: &onnx_memplan::ir::Graph,
+    order: &[usize],
+    (chain, blocks, keep): (
+        &onnx_memplan::split::rows::chain::RowChain,
+        &[onnx_memplan::split::region::Span],
+        usize,
+    ),
+    path: &std::path::Path,
+) -> onnx_memplan::split::rewrite::Rewritten {
+    use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
+    let cut = RowCut {
+        chain,
+        blocks,
+        label: "split1".to_string(),
+        blockwise: None,
+        keep,
+    };
+    let rewritten = rewrite_rows(proto, graph, order, &[cut]);
+    super::write_model(&rewritten.model, path);
+    rewritten
+}
+
+/// How many nodes of `graph` run `op`.
+pub fn count_op(graph: &onnx_memplan::ir::Graph, op: &str) -> usize {
+    graph.nodes.iter().filter(|n| n.op_type == op).count()
+}
+
+/// The output shape of each node of `graph` running `op`, in order.
+pub fn made_by(graph: &onnx_memplan::ir::Graph, op: &str) -> Vec<Vec<i64>> {
+    let nodes = graph.nodes.iter().filter(|n| n.op_type == op);
+    nodes
+        .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
+        .collect()
+}
