@@ -295,8 +295,8 @@ fn a_chain_with_shared_nodes_starts_at_its_first_own_node() {
     .unwrap();
     let masked = found
         .iter()
-        .find(|b| b.chain.shared.len() == 3)
-        .expect("the chain through the recomputed mask");
+        .find(|b| b.chain.shared.len() == 3 && b.chain.whole.is_empty())
+        .expect("the chain through the recomputed mask's rows");
     // Stored order: the Greater (keep3) runs first, the query projection (q0) after it.
     assert!(step("keep3") < step("q0"));
     assert_eq!(masked.start, step("q0"));
@@ -1161,7 +1161,11 @@ fn rotary_attention(s: i64) -> ModelProto {
 /// Worked by hand: blocks of query rows (axis 2 of `[1,2,S,4]`) leave each head's last axis
 /// whole, so both Slices of `rotate_half` (along axis 3), the Neg and the Concat (axis 3) run
 /// per block, and so does everything from the query projection on: the chain making Y along
-/// the token axis holds the 17 nodes of the query path. The keys and values are read whole;
+/// the token axis holds the 17 nodes of the query path. The keys and values are read whole:
+/// each Expand of the one key-value head to both query heads joins, recomputed whole in every
+/// block, as what it is made from (the head it expands, through a Transpose and a Reshape,
+/// from the projection `[1,S,4]`) holds half its bytes; the Transposes before them hold as
+/// many as they read, and stay outside. So the chain has 19 nodes, `kt` and `vt` first;
 /// a chain blocking heads (axis 1 of the scores) takes the Expands too, each block expanding
 /// the one key-value head to its own query head.
 #[test]
@@ -1177,10 +1181,17 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
     assert_eq!(
         made_by(graph, &chain),
         [
-            "q", "q4", "qt", "x1", "x2", "neg", "rot", "qc", "rs", "qr", "scores", "scaled",
-            "probs", "ctx", "ct", "merged", "y"
+            "kt", "vt", "q", "q4", "qt", "x1", "x2", "neg", "rot", "qc", "rs", "qr", "scores",
+            "scaled", "probs", "ctx", "ct", "merged", "y"
         ]
     );
+    let whole: Vec<&str> = chain
+        .whole
+        .iter()
+        .map(|&n| graph.nodes[n].outputs[0].unwrap())
+        .map(|v| graph.values[v].name.as_str())
+        .collect();
+    assert_eq!(whole, ["kt", "vt"]);
     // By heads: the context [1,2,S,4] along axis 1 takes both Expands.
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let made_at = |name: &str| {

@@ -255,7 +255,7 @@ pub struct SplitNode {
     /// Multiply-accumulates recomputed in the halo.
     pub extra_macs: u64,
     /// Row blocks: the axis of this node's output the blocks cut (regions as in
-    /// `SplitChain::axis`). Absent for H/W tiles.
+    /// `SplitChain::axis`). Absent for H/W tiles and for a node every block recomputes whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub axis: Option<usize>,
     /// H/W tiles of a token-major node: the axis of its output holding the positions row by

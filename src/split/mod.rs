@@ -18,6 +18,7 @@ pub mod dequantize;
 pub mod estimate;
 pub mod glue;
 pub mod grades;
+pub mod layers;
 pub mod layout;
 pub mod macs;
 pub mod memo;
@@ -268,8 +269,11 @@ impl Shown {
 /// 3.28x; tiles reading bands run early: ResNet-50 2.91x to 3.11x, ResNet-18 3.52x to 3.40x; row
 /// strips finer than 8: ResNet-18 3.36x to 3.52x, MobileNetV3-Large 5.42x to 5.03x; row trials in
 /// their rewrite's order: ViT-tiny 1.00x to 1.13x, where BERT with LayerNormalization operators at
-/// 128 tokens splits to 1,180,160 bytes rather than 532,992), so each wider search adds to the
-/// narrower ones rather than replacing them.
+/// 128 tokens splits to 1,180,160 bytes rather than 532,992; attention blocked by heads in the
+/// first search: a two-layer attention with a shared relative-position bias 5.82x to 1.08x), so
+/// each wider search adds to the narrower ones rather than replacing them. The head rules join
+/// only the search quantizing after two passes, where a dynamic-quantized T5-small encoder needs
+/// them (1.89x to 2.12x); a search of their own cost `models/bert_tiny_dyn` 1.4 s for nothing.
 pub const SEARCHES: &[Search] = &[
     FIRST_SEARCH,
     Search {
@@ -319,6 +323,7 @@ pub const SEARCHES: &[Search] = &[
         ..FIRST_SEARCH
     },
     Search {
+        row_rules: rows::HEAD_RULE_SETS,
         passes: 2,
         differs_in: Differs::Quantizers,
         ..FIRST_SEARCH

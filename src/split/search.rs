@@ -12,8 +12,8 @@ use super::estimate::{live_bytes, step_operands};
 use super::layout::{Layout, NCHW};
 use super::macs::graph_macs;
 use super::rewrite::{BandSources, Rewritten, rewrite};
-use super::rows::rewrite::{RowCut, rewrite_rows};
-use super::rows::{self, Blocking};
+use super::layers::{Round, Together, rewrite_layers, together};
+use super::rows;
 use super::tiling::Tiling;
 use super::{Memos, Spend, SplitOptions, TrialOrder, TrialPlan};
 use crate::emit::{SourceInfo, SplitChain, SplitNode, SplitPool, SplitsInfo};
@@ -159,6 +159,9 @@ pub fn search(
         // score, measured from the state before the cuts already on trial.
         let base = on_trial.as_ref().map_or(best, |t| t.score);
         let mut near: Option<(usize, Rewritten, TrialPlan, Score)> = None;
+        // Each row trial lowering the round's score, or recomputing shared nodes (alone,
+        // such a cut holds them twice; with its alike layers, perhaps not), with its score.
+        let mut lowering: Vec<(usize, Score)> = Vec::new();
         let proto = current.as_ref().map_or(input, |c| &c.0);
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
@@ -181,6 +184,9 @@ pub fn search(
             // earlier round chose it from its trials; the rounds, and the allowance, go on to
             // the other layers.
             let repeats = lowers && patterns.contains(&candidate.pattern(graph));
+            if (scored < best || candidate.shares()) && matches!(candidate.cut, Cut::Rows(_)) {
+                lowering.push((index, scored));
+            }
             if lowers {
                 accepted = Some((index, rewritten, trial, scored));
             } else if scored.0 <= base.0
@@ -245,40 +251,60 @@ pub fn search(
         reordered = None;
         // The layers repeating the chosen cut, cut alike at once when that scores better
         // (without a budget: under one, each layer's cut is judged by the operands it leaves).
+        // So are those repeating the best row trial of another pattern that lowers the
+        // round's score or shares: cut alone it may lower less, and cut together more (a T5
+        // encoder's attention blocked by heads, each block recomputing the attention mask,
+        // which then dies rather than being held for the other layers).
         let mut taken = vec![index];
-        let room = match options.budget {
-            None => MAX_CHAINS - chains.len() - 1,
-            Some(_) => 0,
+        let round = Round {
+            proto,
+            planned,
+            room: match options.budget {
+                None => MAX_CHAINS - chains.len() - 1,
+                Some(_) => 0,
+            },
+            left: allowance - used,
+            done: chains.len(),
         };
-        // Layers cut together share the MACs left: each recomputes at most its share.
-        let alike = alike(&candidates, index, graph, room);
-        let share = (allowance - used) / alike.len().max(1) as u64;
-        let alike: Vec<(usize, Blocking)> =
-            alike.into_iter().map(|(i, b)| (i, b.within(graph, share))).collect();
-        if !alike.is_empty() && !spent {
-            let batch: Vec<usize> = alike.iter().map(|a| a.0).collect();
-            let blockings: Vec<&Blocking> = alike.iter().map(|a| &a.1).collect();
-            let mut together = rewrite_layers(proto, planned, &blockings, chains.len(), options);
-            match plan(&mut together.model, options.row_order)? {
-                Some(t) => {
-                    let together_score = score(&t);
-                    if together_score < scored {
+        let pattern = candidates[index].pattern(graph);
+        let rival = lowering
+            .iter()
+            .filter(|(i, _)| candidates[*i].pattern(graph) != pattern)
+            .min_by_key(|(_, s)| *s)
+            .map(|&(i, _)| i);
+        let mut chosen = index;
+        for c in std::iter::once(index).chain(rival) {
+            if spent {
+                break;
+            }
+            match together(&candidates, c, &round, options, plan)? {
+                Together::Alone => {}
+                Together::Spent => spent = true,
+                Together::Batch(boxed) => {
+                    let batch = *boxed;
+                    let together_score = score(&batch.trial);
+                    // At an equal score, a rival batch is taken when it leaves the lower
+                    // peaks below the first (the next rounds cut those).
+                    let rival_ties = c != index
+                        && together_score == scored
+                        && next_peaks_lower(&batch.trial, &trial);
+                    if together_score < scored || rival_ties {
                         // Cut together, the layers may lower what one could not.
                         taken_on_trial &= together_score >= best;
-                        (taken, rewritten, trial, scored) = (batch, together, t, together_score);
-                        for (i, blocking) in alike {
+                        (rewritten, trial, scored) = (batch.rewritten, batch.trial, together_score);
+                        for (&i, blocking) in batch.taken.iter().zip(batch.blockings) {
                             candidates[i].cut = Cut::Rows(blocking);
                         }
+                        (taken, chosen) = (batch.taken, c);
                     }
                 }
-                None => spent = true,
             }
         }
         if on_trial.as_ref().is_some_and(|t| scored < t.score) {
             on_trial = None;
         }
         let (used_before, chains_before) = (used, chains.len());
-        patterns.insert(candidates[index].pattern(graph));
+        patterns.insert(candidates[chosen].pattern(graph));
         for (&i, parts) in taken.iter().zip(&rewritten.parts) {
             let candidate = &candidates[i];
             used += candidate.extra_macs();
@@ -384,63 +410,15 @@ fn rewrite_cut(
     }
 }
 
-/// Rewrites the model `proto` (planned as `planned`) with the row chains of repeated layers
-/// (disjoint) cut at once; their labels count on from `done`.
-fn rewrite_layers(
-    proto: &ModelProto,
-    planned: &TrialPlan,
-    blockings: &[&Blocking],
-    done: usize,
-    options: &SplitOptions,
-) -> Rewritten {
-    let rows: Vec<RowCut> = blockings
-        .iter()
-        .enumerate()
-        .map(|(k, b)| RowCut {
-            chain: &b.chain,
-            blocks: &b.blocks,
-            label: format!("split{}", done + k + 1),
-            blockwise: options.blockwise,
-            keep: b.keep,
-        })
-        .collect();
-    let (graph, order) = (&planned.model.graph, &planned.table.schedule);
-    rewrite_rows(proto, graph, order, &rows)
-}
-
-/// The candidates that cut repeated layers as the row chain `chosen` does, `chosen` first:
-/// the same pattern, nodes disjoint from each other; at most `room` beyond `chosen`, and
-/// none when no other is alike.
-fn alike<'c>(
-    candidates: &'c [Candidate],
-    chosen: usize,
-    graph: &crate::ir::Graph,
-    room: usize,
-) -> Vec<(usize, &'c Blocking)> {
-    let Cut::Rows(first) = &candidates[chosen].cut else {
-        return Vec::new();
+/// Whether plan `a` holds less than plan `b` below their peak: their live bytes per step,
+/// each sorted from the most, compared in order.
+fn next_peaks_lower(a: &TrialPlan, b: &TrialPlan) -> bool {
+    let descending = |p: &TrialPlan| {
+        let mut live = live_bytes(&p.table);
+        live.sort_unstable_by(|x, y| y.cmp(x));
+        live
     };
-    let pattern = candidates[chosen].pattern(graph);
-    let mut used: HashSet<usize> = first.chain.nodes.iter().copied().collect();
-    let mut found = vec![(chosen, first)];
-    for (i, c) in candidates.iter().enumerate() {
-        if found.len() > room {
-            break;
-        }
-        let Cut::Rows(b) = &c.cut else { continue };
-        if i == chosen
-            || c.pattern(graph) != pattern
-            || b.chain.nodes.iter().any(|n| used.contains(n))
-        {
-            continue;
-        }
-        used.extend(b.chain.nodes.iter().copied());
-        found.push((i, b));
-    }
-    if found.len() < 2 {
-        found.clear();
-    }
-    found
+    descending(a) < descending(b)
 }
 
 /// What the search lowers: under a budget, first the most bytes one step reads and writes

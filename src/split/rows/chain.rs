@@ -46,6 +46,11 @@ pub struct RowChain {
     pub folded: Vec<NodeId>,
     /// The shared nodes: recomputed per block and also kept whole for readers outside.
     pub shared: Vec<NodeId>,
+    /// The nodes every block recomputes whole: cheap producers of a tensor the blocks read
+    /// whole (the attention mask a head block adds to all its query rows), recomputed from
+    /// inputs smaller than it so it is not held across the model. Their rules read every
+    /// input whole; shared ones also stay for readers outside.
+    pub whole: Vec<NodeId>,
     /// The passes of the blocks before the last, earliest first: one per DynamicQuantizeLinear
     /// whose input the chain makes (see [`RowRules::passes`]).
     pub passes: Vec<Pass>,
@@ -161,6 +166,7 @@ pub fn row_chain(
     }
     let mut members: FxHashMap<NodeId, (RowRule, usize)> = FxHashMap::default();
     let mut shared: FxHashSet<NodeId> = FxHashSet::default();
+    let mut whole: FxHashSet<NodeId> = FxHashSet::default();
     // Axis each tensor is wanted along by the members reading it; `None` when they disagree
     // or one reads it whole.
     let mut wanted: FxHashMap<ValueId, Option<usize>> = FxHashMap::default();
@@ -193,8 +199,29 @@ pub fn row_chain(
         let Some(out) = node.outputs.first().copied().flatten() else {
             continue;
         };
-        let Some(Some(axis)) = wanted.get(&out).copied() else {
-            continue;
+        let axis = match wanted.get(&out).copied() {
+            Some(Some(axis)) => axis,
+            // Read whole by the chain: recomputed whole in each block if that is cheap.
+            Some(None) if id != seed => {
+                let joined = (&members, &shared, &whole);
+                if let Some(share) = whole_member(graph, id, (recompute, &wanted), joined, output) {
+                    let rule = whole_rule(node);
+                    for v in node.inputs.iter().flatten() {
+                        let maker = graph.values[*v].producer.and_then(|p| order.step(p));
+                        if let Some(s) = maker.filter(|&s| s < step) {
+                            visit.push(s);
+                        }
+                        wanted.insert(*v, None);
+                    }
+                    members.insert(id, (rule, 0));
+                    whole.insert(id);
+                    if share {
+                        shared.insert(id);
+                    }
+                }
+                continue;
+            }
+            _ => continue,
         };
         let mut share = false;
         if id != seed {
@@ -248,8 +275,13 @@ pub fn row_chain(
                 RowRead::Rows(a) => Some(a),
                 _ => None,
             };
-            let maker = graph.values[v].producer.and_then(|p| order.step(p));
-            if let Some(s) = maker.filter(|&s| s < step && want.is_some()) {
+            // A tensor read whole is visited too when a cheap node makes it (see
+            // [`whole_member`]).
+            let producer = graph.values[v].producer;
+            let cheap_whole = *read == RowRead::Whole
+                && producer.is_some_and(|p| cheap(graph, p, recompute));
+            let maker = producer.and_then(|p| order.step(p));
+            if let Some(s) = maker.filter(|&s| s < step && (want.is_some() || cheap_whole)) {
                 visit.push(s);
             }
             wanted
@@ -306,6 +338,9 @@ pub fn row_chain(
     // rows of each block.
     let mut rows = 0;
     for (k, &n) in nodes.iter().enumerate() {
+        if whole.contains(&n) {
+            continue;
+        }
         let node = &graph.nodes[n];
         let made = node.outputs[0].and_then(|v| crate::split::rules::shape_of(graph, v));
         rows = gcd(rows, made?.get(axes[k]).copied()?);
@@ -320,6 +355,8 @@ pub fn row_chain(
     }
     let mut shared: Vec<NodeId> = shared.into_iter().collect();
     shared.sort_unstable();
+    let mut whole: Vec<NodeId> = whole.into_iter().collect();
+    whole.sort_unstable();
     let passes = quantizers.iter().rev().map(|&q| pass(graph, &nodes, q)).collect();
     Some(RowChain {
         nodes,
@@ -330,8 +367,70 @@ pub fn row_chain(
         outputs,
         folded,
         shared,
+        whole,
         passes,
     })
+}
+
+/// Whether `node`, whose output the chain's `members` read whole, may join them recomputed
+/// whole in every block: it is not a graph output, no smaller than the finest block of the
+/// chain's `chain_output`, every member reading it reads it whole, and it is
+/// [`recomputable`]. `Some(shared)` when it may, `shared` when readers outside the
+/// chain (or the originals of `shared` members) keep the original.
+fn whole_member(
+    graph: &Graph,
+    node: NodeId,
+    (recompute, held): (Recompute, &FxHashMap<ValueId, Option<usize>>),
+    (members, shared, whole): Joined,
+    chain_output: ValueId,
+) -> Option<bool> {
+    let out = graph.nodes[node].outputs.first().copied().flatten()?;
+    let value = &graph.values[out];
+    // Read by blocked nodes and smaller than the finest block of the chain's output, it
+    // weighs less at the peak than the inputs its copies would hold (models/bert_tiny_dyn's
+    // mask and the shapes it is expanded to). What a node recomputed whole reads joins it
+    // whatever its size.
+    let bytes = super::estimate::bytes;
+    let for_whole = value.consumers.iter().any(|c| whole.contains(c));
+    let small = !for_whole
+        && bytes(graph, out) * (super::MOST_BLOCKS as u64) < bytes(graph, chain_output);
+    if small || value.is_output || !recomputable(graph, node, (recompute, held)) {
+        return None;
+    }
+    let mut outside = false;
+    for &c in &value.consumers {
+        match members.get(&c) {
+            Some((rule, _)) => {
+                let reads = rule.reads.iter().zip(&graph.nodes[c].inputs);
+                if reads.filter(|(_, v)| **v == Some(out)).any(|(r, _)| *r != RowRead::Whole) {
+                    return None;
+                }
+                // A shared reader's original stays, and reads the original.
+                outside |= shared.contains(&c);
+            }
+            None => outside |= !is_foldable_shape(graph, c),
+        }
+    }
+    Some(outside)
+}
+
+/// The nodes a chain has joined so far, those of them shared and those recomputed whole.
+type Joined<'a> = (
+    &'a FxHashMap<NodeId, (RowRule, usize)>,
+    &'a FxHashSet<NodeId>,
+    &'a FxHashSet<NodeId>,
+);
+
+/// The rule of a node recomputed whole: every input read whole.
+fn whole_rule(node: &crate::ir::Node) -> RowRule {
+    let reads = node.inputs.iter().map(|v| match v {
+        Some(_) => RowRead::Whole,
+        None => RowRead::Absent,
+    });
+    RowRule {
+        reads: reads.collect(),
+        fixup: Fixup::None,
+    }
 }
 
 /// The pass of a chain (its `nodes`, in execution order) for the quantizer `q`: the chain's
@@ -378,6 +477,8 @@ const CHEAP: &[&str] = &[
     "Reshape",
     "ConstantOfShape",
     "Expand",
+    "DequantizeLinear",
+    "QuantizeLinear",
 ];
 
 /// Normalizations over the last axes, each with a row rule: linear in their input's size,

@@ -143,9 +143,13 @@ fn held_steps(
 
 /// The most bytes one block holds at once running the chain's nodes at indices `run` (in
 /// order): its live intermediates, the slices a node reads and the node's output, each a
-/// `1 / blocks` part of the whole tensor.
+/// `1 / blocks` part of the whole tensor (all of it for a node recomputed whole).
 fn block_peak(graph: &Graph, chain: &RowChain, blocks: i64, run: &[usize]) -> u64 {
-    let part = |v: ValueId| bytes(graph, v).div_ceil(blocks.max(1) as u64);
+    // A node recomputed whole makes all of its output in each block.
+    let part = |v: ValueId| match graph.values[v].producer {
+        Some(p) if chain.whole.contains(&p) => bytes(graph, v),
+        _ => bytes(graph, v).div_ceil(blocks.max(1) as u64),
+    };
     let n = chain.nodes.len();
     let position = |v: ValueId| {
         graph.values[v]

@@ -33,8 +33,13 @@ pub const ALL_RULE_SETS: &[RuleSet] = &[RuleSet::Plain, RuleSet::Extended];
 /// The plain rule set alone.
 pub const PLAIN_RULE_SET: &[RuleSet] = &[RuleSet::Plain];
 
+/// Both rule sets and the one blocking attention by heads.
+pub const HEAD_RULE_SETS: &[RuleSet] = &[RuleSet::Plain, RuleSet::Heads];
+
 /// Block counts the search tries.
-const BLOCKS: &[i64] = &[2, 4, 8, 16];
+const BLOCKS: &[i64] = &[2, 4, 8, MOST_BLOCKS];
+/// The most blocks the search cuts a chain into.
+pub const MOST_BLOCKS: i64 = 16;
 /// Steps after a peak step the search looks for a chain's last node.
 const REACH: usize = 256;
 
@@ -247,7 +252,7 @@ pub fn candidates(
 /// latest pass before the last, itself included: of the same operator, reading a value of the
 /// same type made by the same operator (the same place in a repeated layer). A layer already
 /// cut has none left.
-fn alike_quantizers(graph: &crate::ir::Graph, chain: &RowChain) -> u64 {
+pub fn alike_quantizers(graph: &crate::ir::Graph, chain: &RowChain) -> u64 {
     let key = |n: crate::ir::NodeId| {
         let node = &graph.nodes[n];
         let value = node.inputs.first().copied().flatten().map(|v| &graph.values[v]);
@@ -290,13 +295,24 @@ pub fn record(
     // The passes' prefixes run again: all rows in each later pass before the last, and in the
     // last those of the blocks the pass before it does not keep.
     let extra = extra_rows(chain, blocking.recomputed_rows());
-    let twice = |k: usize| {
-        let extent = graph.nodes[chain.nodes[k]].outputs[0]
+    // The extent of node `k`'s output along `axis`.
+    let extent = |k: usize, axis: usize| {
+        graph.nodes[chain.nodes[k]].outputs[0]
             .and_then(|v| super::rules::shape_of(graph, v))
-            .map_or(chain.rows, |s| s[chain.axes[k]]);
-        let halo = extent / chain.rows * extra[k];
+            .and_then(|s| s.get(axis).copied())
+            .unwrap_or(chain.rows)
+    };
+    let twice = |k: usize| {
+        if chain.whole.contains(&chain.nodes[k]) {
+            // Every run after the first makes its whole first axis again (without MACs).
+            let runs = parts.copies[k].len() + parts.first_pass.get(k).map_or(0, Vec::len);
+            return (extent(k, 0) * runs.saturating_sub(1) as i64, 0);
+        }
+        let halo = extent(k, chain.axes[k]) / chain.rows * extra[k];
         (halo, node_recomputed_macs(graph, chain, k, extra[k]))
     };
+    // A node recomputed whole makes all of its output's first axis in every block.
+    let whole = |k: usize| vec![[[0, extent(k, 0)], [0, 0]]; blocking.blocks.len()];
     let nodes = chain
         .nodes
         .iter()
@@ -304,14 +320,18 @@ pub fn record(
         .map(|(k, &n)| {
             let (node, op_type) = super::search::source_label(graph, origin, labels, n);
             let (halo, extra_macs) = twice(k);
+            let recomputed = chain.whole.contains(&n);
             SplitNode {
                 node,
                 op_type,
                 tiles: parts.copies[k].clone(),
-                regions: regions(n, chain.axes[k]),
+                regions: match recomputed {
+                    true => whole(k),
+                    false => regions(n, chain.axes[k]),
+                },
                 halo,
                 extra_macs,
-                axis: Some(chain.axes[k]),
+                axis: (!recomputed).then_some(chain.axes[k]),
                 token_axis: None,
                 hw_axes: None,
                 first_pass: parts.first_pass.get(k).cloned().unwrap_or_default(),

@@ -103,6 +103,22 @@ pub fn rewrite_rows(
         rewrites.push((end, e));
     }
     rewrites.append(&mut scale_rewrites);
+    // Shared nodes whose readers the cuts all replace (repeated layers cut together, each
+    // keeping the original for the others) go too.
+    let shared: Vec<NodeId> = cuts.iter().flat_map(|c| c.chain.shared.iter().copied()).collect();
+    loop {
+        let unread = shared.iter().copied().find(|&n| {
+            !replaced.contains(&n)
+                && graph.nodes[n].outputs.iter().flatten().all(|&v| {
+                    let value = &graph.values[v];
+                    !value.is_output && value.consumers.iter().all(|c| replaced.contains(c))
+                })
+        });
+        let Some(n) = unread else { break };
+        replaced.insert(n);
+        let outputs = graph.nodes[n].outputs.iter().flatten();
+        internal.extend(outputs.map(|&v| graph.values[v].name.as_str()));
+    }
     let skip = |n: NodeId| replaced.contains(&n);
     let (model, kept, glue) = splice(proto, order, rewrites, &skip, &internal);
     Rewritten {
@@ -268,6 +284,12 @@ impl Copier<'_> {
         }
     }
 
+    /// The chain index of the node making `v`, if the chain makes it.
+    fn inside(&self, v: crate::ir::ValueId) -> Option<usize> {
+        let producer = self.graph.values[v].producer?;
+        self.position.get(&producer).copied()
+    }
+
     /// Adds to `e` a copy of the chain's nodes at indices `run` (in order) for the rows
     /// `block`, tagged `tag`: each reads what an earlier copy of this block `made` (their
     /// outputs, by chain index, which it extends) or a slice of a tensor made before the
@@ -300,12 +322,16 @@ impl Copier<'_> {
                         target[axis] = chain.part(target[axis], block).len();
                         e.constant(target)
                     }
-                    (RowRead::Whole, Some(v)) => graph.values[v].name.clone(),
+                    // Made whole in the block by a node it recomputes whole, or outside (or
+                    // by a quantizer: its whole scale and zero point).
+                    (RowRead::Whole, Some(v)) => match self.inside(v) {
+                        Some(j) if chain.whole.contains(&chain.nodes[j]) => {
+                            made[j].clone().expect("made earlier in the block")
+                        }
+                        _ => graph.values[v].name.clone(),
+                    },
                     (RowRead::Rows(axis) | RowRead::RowsOfWhole(axis), Some(v)) => {
-                        let inside = graph.values[v]
-                            .producer
-                            .and_then(|p| self.position.get(&p).copied());
-                        match inside {
+                        match self.inside(v) {
                             Some(j) => made[j].clone().expect("made earlier in the block"),
                             None => {
                                 let source = graph.values[v].name.clone();

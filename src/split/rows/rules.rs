@@ -70,6 +70,10 @@ pub enum RuleSet {
     /// Also Slice and Concat along other axes, Expand, and Reshapes that merge the blocked
     /// axis with others or split it.
     Extended,
+    /// The extended rules, and MatMul and MatMulInteger by a constant along their output's
+    /// columns: an attention blocked by heads, each made from its own columns of the
+    /// projection weights.
+    Heads,
 }
 
 /// Reductions whose reduced axes are given by `axes` (attribute, or input 1 from opset 18).
@@ -92,7 +96,8 @@ pub fn row_rule(
     axis: usize,
     (opset, set): (i64, RuleSet),
 ) -> Option<RowRule> {
-    let extended = set == RuleSet::Extended;
+    let extended = matches!(set, RuleSet::Extended | RuleSet::Heads);
+    let heads = set == RuleSet::Heads;
     let out = node.outputs.first().copied().flatten()?;
     // A Split's parts are all blocked; a DynamicQuantizeLinear's scale and zero point are not.
     let several = node.domain.is_empty()
@@ -161,6 +166,9 @@ pub fn row_rule(
             simple(reads)
         }
         ("", name) if REDUCTIONS.contains(&name) => reduction(graph, node, &out_shape, axis),
+        ("", "MatMul" | "MatMulInteger") if heads && axis + 1 == rank => {
+            columns(graph, node, &out_shape)
+        }
         ("", "MatMul") => matmul(&input_shape(0)?, &input_shape(1)?, &out_shape, axis),
         ("", "MatMulInteger") => {
             let a_zero = match node.inputs.get(2).copied().flatten() {
@@ -439,6 +447,36 @@ fn matmul(a: &[i64], b: &[i64], out: &[i64], axis: usize) -> Option<RowRule> {
             aligned(&b[..b.len() - 2], batch, axis)?,
         ]
     };
+    Some(RowRule {
+        reads,
+        fixup: Fixup::None,
+    })
+}
+
+/// A MatMul or MatMulInteger by a constant B cut along its output's columns (the last axis):
+/// a block of columns reads all of A and those columns of B (an attention projection's
+/// heads, each made from its own weight columns); A's zero point is read whole, B's by
+/// column when it has one per column. `None` when B is made at run time or broadcasts its
+/// columns.
+fn columns(graph: &Graph, node: &Node, out: &[i64]) -> Option<RowRule> {
+    let b = node.inputs.get(1).copied().flatten()?;
+    let b_shape = shape_of(graph, b)?;
+    if !graph.is_model_constant(b) || b_shape.len() < 2 || b_shape.last() != out.last() {
+        return None;
+    }
+    let mut reads = vec![RowRead::Whole, RowRead::Rows(b_shape.len() - 1)];
+    if node.op_type == "MatMulInteger" {
+        reads.push(absent_or(node, 2, RowRead::Whole));
+        reads.push(match node.inputs.get(3).copied().flatten() {
+            None => RowRead::Absent,
+            Some(z) => match shape_of(graph, z)?.as_slice() {
+                [] | [1] => RowRead::Whole,
+                [n] if Some(n) == out.last() => RowRead::Rows(0),
+                _ => return None,
+            },
+        });
+        reads.truncate(node.inputs.len());
+    }
     Some(RowRule {
         reads,
         fixup: Fixup::None,

@@ -1,0 +1,151 @@
+//! Head blocking of a dynamically quantized attention, as `quantize_dynamic` leaves a T5
+//! encoder's: a block of the context's columns is one head, made from that head's columns of
+//! the query, key and value weights, and the attention mask, which every head adds whole, is
+//! recomputed in each block from the small tensor it comes from.
+//!
+//! The model, at S = 8 tokens, D = 8, two heads of 4:
+//! X[1,8,8] → DynamicQuantizeLinear → (Xq u8, Xs, Xz); for P in q, k, v:
+//! MatMulInteger(Xq, Wp u8 [8,8], Xz, Wpz) [1,8,8] i32 → Cast → Mul (Xs·Wps) → Reshape
+//! [1,8,2,4] → Transpose (q, v: [0,2,1,3] → [1,2,8,4]; k: [0,2,3,1] → [1,2,4,8]);
+//! MatMul(q, k) [1,2,8,8] → Add mask → Softmax → MatMul(·, v) [1,2,8,4] → Transpose
+//! [1,8,2,4] → Reshape ctx [1,8,8] → Add X → Y. The mask: ReduceMax(X, axis 2) [1,8] →
+//! Greater 0 → Unsqueeze [1,1,1,8] → Expand [1,1,8,8] (bool) → Where(·, 0, −10⁴) [1,1,8,8].
+//!
+//! Worked by hand for the chain making ctx along its columns (axis 2, the head rules): a
+//! column of ctx is a column of one head's PV product; a head of that product needs the same
+//! head of the probabilities and of V, so of the scores, Q and K; a head of Q (K, V) is 4
+//! columns of the projection, which need all of Xq and those 4 columns of Wq (a constant).
+//! Xq is read whole (made before the chain by the quantizer, whose scale needs all of X).
+//! Each head adds all of the mask (broadcast along the head axis): the Where, 256 bytes, is
+//! recomputed per block from the Expand (64 bytes), itself from the Unsqueeze (8 bytes); the
+//! Unsqueeze is no larger than what it is made from (the 8-byte Greater), so it stays
+//! outside and is read whole. The chain has 5 × 3 projection nodes, the two MatMuls, Add,
+//! Softmax, Transpose and Reshape, Expand and Where: 23 nodes, 2 of them recomputed whole.
+//! The extents along the cut axes are 8 (columns) and 2 (heads): blocks are whole heads
+//! (`rows` 2). Cut in two, each block makes its three projections [1,8,4] and its own mask
+//! [1,1,8,8]; the original mask is read by nothing else, so it goes. The same integer
+//! products and float operations on the same values: bit-identical in onnxruntime.
+
+mod common;
+
+use common::dynamic::{assert_bit_identical, count_op, made_by, rewrite_rows_to, u8_init};
+use common::{float_info, float_init, int_init, model, node, with_int, with_ints, write_model};
+use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
+use onnx_memplan::pipeline::load_typed;
+use onnx_memplan::split::region::Span;
+use onnx_memplan::split::rows::chain::{Recompute, RowOrder, RowRules, row_chain};
+use onnx_memplan::split::rows::rules::RuleSet;
+
+/// The nodes of projection `p` (q, k or v): its Transpose by `perm` makes `p`.
+fn projection(p: &str, perm: &[i64]) -> Vec<NodeProto> {
+    let name = |s: &str| format!("{p}_{s}");
+    vec![
+        node("Mul", &["xs", &name("ws")], &[&name("s")]),
+        node(
+            "MatMulInteger",
+            &["xq", &name("w"), "xz", &name("wz")],
+            &[&name("mi")],
+        ),
+        with_int(node("Cast", &[&name("mi")], &[&name("c")]), "to", 1),
+        node("Mul", &[&name("c"), &name("s")], &[&name("f")]),
+        node("Reshape", &[&name("f"), "heads"], &[&name("r")]),
+        with_ints(node("Transpose", &[&name("r")], &[p]), "perm", perm),
+    ]
+}
+
+/// The attention described above.
+fn quantized_attention() -> ModelProto {
+    let mut nodes = vec![
+        node("DynamicQuantizeLinear", &["x"], &["xq", "xs", "xz"]),
+        with_int(
+            with_ints(node("ReduceMax", &["x"], &["rmax"]), "axes", &[2]),
+            "keepdims",
+            0,
+        ),
+        node("Greater", &["rmax", "zero"], &["keep"]),
+        node("Unsqueeze", &["keep", "axes12"], &["keep4"]),
+        node("Expand", &["keep4", "square"], &["keep_sq"]),
+        node("Where", &["keep_sq", "zero", "minus"], &["mask"]),
+    ];
+    nodes.extend(projection("q", &[0, 2, 1, 3]));
+    nodes.extend(projection("k", &[0, 2, 3, 1]));
+    nodes.extend(projection("v", &[0, 2, 1, 3]));
+    nodes.extend([
+        node("MatMul", &["q", "k"], &["scores"]),
+        node("Add", &["scores", "mask"], &["masked"]),
+        with_int(node("Softmax", &["masked"], &["probs"]), "axis", -1),
+        node("MatMul", &["probs", "v"], &["pv"]),
+        with_ints(node("Transpose", &["pv"], &["pvt"]), "perm", &[0, 2, 1, 3]),
+        node("Reshape", &["pvt", "merged"], &["ctx"]),
+        node("Add", &["ctx", "x"], &["y"]),
+    ]);
+    let mut initializer = vec![
+        float_init("zero", &[], &[0.0]),
+        float_init("minus", &[], &[-10000.0]),
+        int_init("axes12", &[2], &[1, 2]),
+        int_init("square", &[4], &[1, 1, 8, 8]),
+        int_init("heads", &[4], &[1, 8, 2, 4]),
+        int_init("merged", &[3], &[1, 8, 8]),
+    ];
+    for (k, p) in ["q", "k", "v"].iter().enumerate() {
+        let w: Vec<u8> = (0..64)
+            .map(|i| ((i * 37 + 11 + 53 * k) % 256) as u8)
+            .collect();
+        initializer.push(u8_init(&format!("{p}_w"), &[8, 8], &w));
+        initializer.push(u8_init(&format!("{p}_wz"), &[], &[120 + k as u8]));
+        initializer.push(float_init(
+            &format!("{p}_ws"),
+            &[],
+            &[0.002 * (k + 1) as f32],
+        ));
+    }
+    model(GraphProto {
+        name: Some("quantized_attention".into()),
+        node: nodes,
+        input: vec![float_info("x", &[1, 8, 8])],
+        output: vec![float_info("y", &[1, 8, 8])],
+        initializer,
+        ..Default::default()
+    })
+}
+
+#[test]
+fn a_quantized_attention_runs_head_by_head_recomputing_its_mask() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("attention.onnx");
+    write_model(&quantized_attention(), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let end = order.len() - 2; // the Reshape making ctx
+    let rules = RowRules {
+        opset: 17,
+        set: RuleSet::Heads,
+        recompute: Recompute::Cheap,
+        passes: 0,
+    };
+    let chain = row_chain(graph, &RowOrder::new(&order), [0, end], 2, rules, &|_| true)
+        .expect("a head chain");
+    assert_eq!(chain.nodes.len(), 23);
+    assert_eq!(common::op_types(graph, &chain.whole), ["Expand", "Where"]);
+    assert!(chain.shared.is_empty());
+    assert_eq!(chain.rows, 2);
+    let ops = common::op_types(graph, &chain.nodes);
+    assert_eq!(ops.iter().filter(|&&o| o == "MatMulInteger").count(), 3);
+    assert!(!ops.contains(&"DynamicQuantizeLinear"));
+    assert!(!ops.contains(&"Unsqueeze"));
+
+    let blocks = Span::parts(2, 2);
+    let split = dir.path().join("attention.split.onnx");
+    rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
+    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
+    let made = |op: &str| made_by(&blocked.graph, op);
+    assert_eq!(made("MatMulInteger"), vec![vec![1, 8, 4]; 6]);
+    assert_eq!(made("Where"), vec![vec![1, 1, 8, 8]; 2]);
+    assert_eq!(made("Softmax"), vec![vec![1, 1, 8, 8]; 2]);
+    assert_eq!(count_op(&blocked.graph, "DynamicQuantizeLinear"), 1);
+
+    // The rewritten model plans and verifies, and matches the original bit for bit.
+    common::assert_plans(dir.path(), &split);
+    assert_bit_identical(&original, &split, &["normal", "negative", "ties_even"]);
+}
