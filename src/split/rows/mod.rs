@@ -3,7 +3,8 @@
 //! intermediates (one block of the attention scores, of the feed-forward hidden layer) is
 //! live at a time. Unlike spatial tiles, row blocks overlap nowhere: no halo, no extra MACs.
 //!
-//! [`rules`] is the per-operator table (which input axes a block of output rows reads),
+//! [`rules`] is the per-operator table (which input axes a block of output rows reads; the
+//! matrix products' entries in [`products`]),
 //! [`chain`] grows chains backwards from a tensor, [`rewrite`] builds the blocked graph and
 //! [`estimate`] ranks candidates for the search; [`sink`] gives the rewrite the order it
 //! starts from; [`quantize`] computes a DynamicQuantizeLinear's scale and zero point whole
@@ -11,6 +12,7 @@
 
 pub mod chain;
 pub mod estimate;
+pub mod products;
 pub mod quantize;
 pub mod rewrite;
 pub mod rules;
