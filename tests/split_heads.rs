@@ -33,7 +33,7 @@ use common::{float_info, float_init, int_init, model, node, with_int, with_ints,
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::{Recompute, RowOrder, RowRules, row_chain};
+use onnx_memplan::split::rows::chain::{Recompute, RowOrder, row_chain};
 use onnx_memplan::split::rows::rules::RuleSet;
 
 /// The nodes of projection `p` (q, k or v): its Transpose by `perm` makes `p`.
@@ -118,12 +118,7 @@ fn a_quantized_attention_runs_head_by_head_recomputing_its_mask() {
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
     let end = order.len() - 2; // the Reshape making ctx
-    let rules = RowRules {
-        opset: 17,
-        set: RuleSet::Heads,
-        recompute: Recompute::Cheap,
-        passes: 0,
-    };
+    let rules = (17, RuleSet::Heads, Recompute::Cheap);
     let chain = row_chain(graph, &RowOrder::new(&order), [0, end], 2, rules, &|_| true)
         .expect("a head chain");
     assert_eq!(chain.nodes.len(), 23);

@@ -160,8 +160,9 @@ pub fn search(
         let base = on_trial.as_ref().map_or(best, |t| t.score);
         let mut near: Option<(usize, Rewritten, TrialPlan, Score)> = None;
         // Each row trial lowering the round's score, or recomputing shared nodes (alone,
-        // such a cut holds them twice; with its alike layers, perhaps not), with its score.
-        let mut lowering: Vec<(usize, Score)> = Vec::new();
+        // such a cut holds them twice; with its alike layers, perhaps not), with its score:
+        // the rivals of the chosen cut.
+        let mut rivals: Vec<(usize, Score)> = Vec::new();
         let proto = current.as_ref().map_or(input, |c| &c.0);
         let graph = &planned.model.graph;
         for (index, candidate) in candidates.iter().enumerate().take(TRIALS) {
@@ -185,7 +186,7 @@ pub fn search(
             // the other layers.
             let repeats = lowers && patterns.contains(&candidate.pattern(graph));
             if (scored < best || candidate.shares()) && matches!(candidate.cut, Cut::Rows(_)) {
-                lowering.push((index, scored));
+                rivals.push((index, scored));
             }
             if lowers {
                 accepted = Some((index, rewritten, trial, scored));
@@ -267,7 +268,7 @@ pub fn search(
             done: chains.len(),
         };
         let pattern = candidates[index].pattern(graph);
-        let rival = lowering
+        let rival = rivals
             .iter()
             .filter(|(i, _)| candidates[*i].pattern(graph) != pattern)
             .min_by_key(|(_, s)| *s)

@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::rules::{Fixup, RowRead, RowRule, RuleSet, row_rule};
+use super::rules::{Fixup, RowRead, RowRule, RuleSet, absent_or, row_rule};
 use crate::ir::{Graph, NodeId, ValueId};
 use crate::liveness::TensorKind;
 use crate::split::chain::is_foldable_shape;
@@ -423,10 +423,7 @@ type Joined<'a> = (
 
 /// The rule of a node recomputed whole: every input read whole.
 fn whole_rule(node: &crate::ir::Node) -> RowRule {
-    let reads = node.inputs.iter().map(|v| match v {
-        Some(_) => RowRead::Whole,
-        None => RowRead::Absent,
-    });
+    let reads = (0..node.inputs.len()).map(|i| absent_or(node, i, RowRead::Whole));
     RowRule {
         reads: reads.collect(),
         fixup: Fixup::None,
