@@ -5,7 +5,7 @@ weights (fixed seeds), quantized by `onnxruntime.quantization.quantize_dynamic` 
 written under OUT_DIR (default /tmp/dyn_zoo; never committed):
 
     cargo build --release
-    .ci/venv/bin/python scripts/dyn_zoo.py [OUT_DIR] [--overhead 10]
+    .ci/venv/bin/python scripts/dyn_zoo.py [OUT_DIR] [--overhead 10] [--bin PATH]
 
   * gpt2_dyn: a GPT-2 style decoder, 128 tokens, D = 128, 2 heads, feed-forward 512, 2 layers,
     pre-LayerNormalization, a causal additive mask, tanh GELU, a final LayerNormalization;
@@ -159,10 +159,13 @@ def arena_run(model, table):
 
 
 def main():
+    global BIN
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir", nargs="?", default="/tmp/dyn_zoo")
     ap.add_argument("--overhead", default="10", help="--split-overhead for the split plans")
+    ap.add_argument("--bin", default=BIN, help="the onnx-memplan binary (default: target/release)")
     args = ap.parse_args()
+    BIN = args.bin
     os.makedirs(args.out_dir, exist_ok=True)
     rows, ok = [], True
     for name, build in [("gpt2_dyn", gpt2), ("vit_dyn", vit), ("t5_dyn", t5)]:

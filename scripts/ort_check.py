@@ -466,14 +466,21 @@ def check_annotated_structure(model, annotated, table, res, split=False):
 
     if split:
         names = {n.name for n in annotated.graph.node}
-        for chain in table["splits"]["chains"]:
+        chains = table["splits"]["chains"]
+        for k, chain in enumerate(chains):
+            # A later chain nesting in this one replaces the tiles and glue its nodes name.
+            recut = {nd["node"] for later in chains[k + 1:] if k in later.get("within", [])
+                     for nd in later["nodes"]}
             for nd in chain.get("nodes", []):
                 for tile in nd.get("tiles", []):
-                    if tile not in names:
+                    if tile not in names and tile not in recut:
                         res.bad("annotated", f"split tile node {tile} is not in the rewritten model")
             for glue in chain.get("glue", []):
-                if glue not in names:
+                if glue not in names and glue not in recut:
                     res.bad("annotated", f"split node {glue} is not in the rewritten model")
+            for later in chain.get("within", []):
+                if later >= k:
+                    res.bad("annotated", f"chain {k} is within chain {later}, not an earlier one")
             for pool in chain.get("pools", []):
                 for by in pool["by"]:
                     if by not in names:

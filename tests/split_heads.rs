@@ -25,6 +25,17 @@
 //! (`rows` 2). Cut in two, each block makes its three projections [1,8,4] and its own mask
 //! [1,1,8,8]; the original mask is read by nothing else, so it goes. The same integer
 //! products and float operations on the same values: bit-identical in onnxruntime.
+//!
+//! Nested, worked by hand: a head block still holds its head's whole square of scores. The
+//! row chain ending at head 0's PV product copy `[1,1,8,4]`, along its query rows (axis 2,
+//! 8 rows), cuts that block again: a query row of the product reads the same row of the
+//! probabilities (V whole), so of the Softmax, of the Add, of the scores (K whole) and of
+//! the mask's Where and Expand (the Expand reads its `[1,1,1,8]` input whole); a query row
+//! of the scores is a row of head 0's Q, made through its Transpose, Reshape, Mul, Cast and
+//! MatMulInteger from the same row of Xq: 11 nodes, all made by the head cut, so only a
+//! search nesting row chains may take them. Cut in 4: head 0's four Softmax blocks
+//! `[1,1,2,8]` beside head 1's `[1,1,8,8]`, its Q in four MatMulIntegers `[1,2,4]` beside the
+//! five whole head projections `[1,8,4]`, and still bit-identical.
 
 mod common;
 
@@ -34,6 +45,7 @@ use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Recompute, RowOrder, row_chain};
+use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 
 /// The nodes of projection `p` (q, k or v): its Transpose by `perm` makes `p`.
@@ -53,8 +65,8 @@ fn projection(p: &str, perm: &[i64]) -> Vec<NodeProto> {
     ]
 }
 
-/// The attention described above.
-fn quantized_attention() -> ModelProto {
+/// The attention described above, at `s` tokens of width `d` (two heads of `d / 2`).
+fn quantized_attention(s: i64, d: i64) -> ModelProto {
     let mut nodes = vec![
         node("DynamicQuantizeLinear", &["x"], &["xq", "xs", "xz"]),
         with_int(
@@ -83,15 +95,15 @@ fn quantized_attention() -> ModelProto {
         float_init("zero", &[], &[0.0]),
         float_init("minus", &[], &[-10000.0]),
         int_init("axes12", &[2], &[1, 2]),
-        int_init("square", &[4], &[1, 1, 8, 8]),
-        int_init("heads", &[4], &[1, 8, 2, 4]),
-        int_init("merged", &[3], &[1, 8, 8]),
+        int_init("square", &[4], &[1, 1, s, s]),
+        int_init("heads", &[4], &[1, s, 2, d / 2]),
+        int_init("merged", &[3], &[1, s, d]),
     ];
     for (k, p) in ["q", "k", "v"].iter().enumerate() {
-        let w: Vec<u8> = (0..64)
+        let w: Vec<u8> = (0..(d * d) as usize)
             .map(|i| ((i * 37 + 11 + 53 * k) % 256) as u8)
             .collect();
-        initializer.push(u8_init(&format!("{p}_w"), &[8, 8], &w));
+        initializer.push(u8_init(&format!("{p}_w"), &[d, d], &w));
         initializer.push(u8_init(&format!("{p}_wz"), &[], &[120 + k as u8]));
         initializer.push(float_init(
             &format!("{p}_ws"),
@@ -102,8 +114,8 @@ fn quantized_attention() -> ModelProto {
     model(GraphProto {
         name: Some("quantized_attention".into()),
         node: nodes,
-        input: vec![float_info("x", &[1, 8, 8])],
-        output: vec![float_info("y", &[1, 8, 8])],
+        input: vec![float_info("x", &[1, s, d])],
+        output: vec![float_info("y", &[1, s, d])],
         initializer,
         ..Default::default()
     })
@@ -113,7 +125,7 @@ fn quantized_attention() -> ModelProto {
 fn a_quantized_attention_runs_head_by_head_recomputing_its_mask() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("attention.onnx");
-    write_model(&quantized_attention(), &original);
+    write_model(&quantized_attention(8, 8), &original);
     let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
     let graph = &typed.graph;
     let order: Vec<usize> = (0..graph.nodes.len()).collect();
@@ -141,6 +153,99 @@ fn a_quantized_attention_runs_head_by_head_recomputing_its_mask() {
     assert_eq!(count_op(&blocked.graph, "DynamicQuantizeLinear"), 1);
 
     // The rewritten model plans and verifies, and matches the original bit for bit.
+    common::assert_plans(dir.path(), &split);
+    assert_bit_identical(&original, &split, &["normal", "negative", "ties_even"]);
+}
+
+#[test]
+fn a_head_block_is_cut_again_by_query_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("attention.onnx");
+    write_model(&quantized_attention(8, 8), &original);
+    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
+    let graph = &typed.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let rules = (17, RuleSet::Heads, Recompute::Cheap);
+    let heads = row_chain(
+        graph,
+        &RowOrder::new(&order),
+        [0, order.len() - 2],
+        2,
+        rules,
+        &|_| true,
+    )
+    .expect("a head chain");
+    let by_heads = dir.path().join("attention.heads.onnx");
+    let cut = rewrite_rows_to(
+        &proto,
+        graph,
+        &order,
+        (&heads, &Span::parts(2, 2), 0),
+        &by_heads,
+    );
+    let (proto, blocked, _) = load_typed(&by_heads, &Default::default()).unwrap();
+    let graph = &blocked.graph;
+    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    // Head 0's PV product: the first MatMul reading a Softmax.
+    let made_by_softmax = |v: Option<usize>| {
+        v.and_then(|v| graph.values[v].producer)
+            .is_some_and(|p| graph.nodes[p].op_type == "Softmax")
+    };
+    let end = order
+        .iter()
+        .position(|&n| {
+            graph.nodes[n].op_type == "MatMul" && made_by_softmax(graph.nodes[n].inputs[0])
+        })
+        .expect("head 0's PV product");
+    let nested = (17, RuleSet::Extended, Recompute::Cheap);
+    let steps = RowOrder::new(&order);
+    // Without nesting (only nodes of the model before the cut): no chain there.
+    let kept = |n: usize| cut.kept[n].is_some();
+    assert!(row_chain(graph, &steps, [0, end], 2, nested, &kept).is_none());
+    let chain = row_chain(graph, &steps, [0, end], 2, nested, &|_| true).expect("a nested chain");
+    assert_eq!(chain.rows, 8);
+    let mut ops = common::op_types(graph, &chain.nodes);
+    ops.sort_unstable();
+    let expected = [
+        "Add",
+        "Cast",
+        "Expand",
+        "MatMul",
+        "MatMul",
+        "MatMulInteger",
+        "Mul",
+        "Reshape",
+        "Softmax",
+        "Transpose",
+        "Where",
+    ];
+    assert_eq!(ops, expected);
+    assert!(chain.whole.is_empty() && chain.shared.is_empty());
+
+    let blocks = Span::parts(8, 4);
+    let again = RowCut {
+        chain: &chain,
+        blocks: &blocks,
+        label: "split2".to_string(),
+        blockwise: None,
+        keep: 0,
+    };
+    let rewritten = rewrite_rows(&proto, graph, &order, &[again]);
+    let split = dir.path().join("attention.nested.onnx");
+    write_model(&rewritten.model, &split);
+    let (_, nested, _) = load_typed(&split, &Default::default()).unwrap();
+    let made = |op: &str| {
+        let mut shapes = made_by(&nested.graph, op);
+        shapes.sort_unstable();
+        shapes
+    };
+    let mut softmax = vec![vec![1, 1, 2, 8]; 4];
+    softmax.push(vec![1, 1, 8, 8]);
+    assert_eq!(made("Softmax"), softmax);
+    let mut projections = vec![vec![1, 2, 4]; 4];
+    projections.extend(vec![vec![1, 8, 4]; 5]);
+    assert_eq!(made("MatMulInteger"), projections);
+
     common::assert_plans(dir.path(), &split);
     assert_bit_identical(&original, &split, &["normal", "negative", "ties_even"]);
 }

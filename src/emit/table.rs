@@ -220,6 +220,11 @@ pub struct SplitChain {
     /// tensor of the rewritten model has that name. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_as_bands_by: Option<usize>,
+    /// A nested chain: the earlier chains (their indices) whose tiles or glue it cuts again.
+    /// Its `nodes` name those nodes, which its own tiles replace, so they are no longer in the
+    /// rewritten model. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within: Vec<usize>,
     /// Global pools (GlobalAveragePool, ReduceMean over H and W...) of a tensor this chain's
     /// tiles read as bands, each replaced by a reduction of every band and their
     /// combination. Absent when there are none.

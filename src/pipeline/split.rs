@@ -221,6 +221,7 @@ pub(super) fn plan_split(
             early_tiles: search.early_tiles,
             fine_strips: search.fine_strips,
             row_order: search.row_order,
+            nested: search.nested,
             first: role.is_first(),
             ..split_options
         };

@@ -114,6 +114,7 @@ struct Round {
     row_rules: Vec<RuleSet>,
     recompute: Recompute,
     passes: usize,
+    nested: bool,
     search_time: Duration,
 }
 
@@ -153,6 +154,7 @@ pub fn candidates(
         row_rules: options.row_rules.to_vec(),
         recompute: options.recompute,
         passes: options.passes,
+        nested: options.nested,
         search_time: options.search_time,
     };
     // A round another search is ranking is waited for, not ranked twice.
@@ -310,11 +312,13 @@ fn rank(
         let limits = (longest, opset);
         walker.around(step, &allowed, limits, &mut visit)?;
     }
+    // Row chains may cut again what earlier splits made, in a search that nests them.
+    let allowed_rows = |n: usize| options.nested || allowed(n);
     found.extend(
         rows::candidates(
             planned,
             (live, &rows_hot, held),
-            &allowed,
+            &allowed_rows,
             (options.row_rules, options.recompute, options.passes),
             (allowance, spend),
         )?

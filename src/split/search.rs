@@ -316,6 +316,11 @@ pub fn search(
                 Cut::Rows(b) => rows::record(b, parts, graph, &origin, &labels, arena(&trial)),
             });
         }
+        // A nested chain names the chains before this round whose nodes it cut again.
+        let (earlier, new) = chains.split_at_mut(chains_before);
+        for chain in new {
+            chain.within = rows::nested_in(earlier, chain);
+        }
         // A chain whose assembling Concat the new one dropped is read as bands by it; a
         // chain whose Slices of the new one's output it dropped reads the new one as bands.
         let newest = chains.len() - 1;
@@ -501,6 +506,7 @@ fn record(
         nodes,
         glue: parts.glue.clone(),
         read_as_bands_by: None,
+        within: Vec::new(),
         pools: parts
             .pools
             .iter()

@@ -269,6 +269,17 @@ pub fn alike_quantizers(graph: &crate::ir::Graph, chain: &RowChain) -> u64 {
     alike.max(1) as u64
 }
 
+/// The earlier chains (indices into `earlier`) whose tiles or glue the nodes of `chain` are:
+/// those a nested row chain cuts again.
+pub fn nested_in(earlier: &[SplitChain], chain: &SplitChain) -> Vec<usize> {
+    let names: HashSet<&str> = chain.nodes.iter().map(|n| n.node.as_str()).collect();
+    let made = |c: &SplitChain| {
+        let tiles = c.nodes.iter().flat_map(|n| n.tiles.iter().chain(&n.first_pass));
+        c.glue.iter().chain(tiles).any(|t| names.contains(t.as_str()))
+    };
+    (0..earlier.len()).filter(|&i| made(&earlier[i])).collect()
+}
+
 /// The table's record of one accepted row chain (`parts`: what it became); `origin` maps the
 /// planned graph's nodes to the source model's, `labels` names the source nodes.
 pub fn record(
@@ -352,6 +363,7 @@ pub fn record(
         nodes,
         glue: parts.glue.clone(),
         read_as_bands_by: None,
+        within: Vec::new(),
         pools: Vec::new(),
     }
 }
