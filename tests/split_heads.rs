@@ -39,12 +39,14 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::dynamic::{assert_bit_identical, count_op, made_by, rewrite_rows_to, u8_init};
+use common::typed::Typed;
 use common::{float_info, float_init, int_init, model, node, with_int, with_ints, write_model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, NodeProto};
-use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
-use onnx_memplan::split::rows::chain::{Recompute, RowOrder, row_chain};
+use onnx_memplan::split::rows::chain::{Recompute, RowChain, RowOrder, row_chain};
 use onnx_memplan::split::rows::rewrite::{RowCut, rewrite_rows};
 use onnx_memplan::split::rows::rules::RuleSet;
 
@@ -65,8 +67,9 @@ fn projection(p: &str, perm: &[i64]) -> Vec<NodeProto> {
     ]
 }
 
-/// The attention described above, at `s` tokens of width `d` (two heads of `d / 2`).
-fn quantized_attention(s: i64, d: i64) -> ModelProto {
+/// The attention described above.
+fn quantized_attention() -> ModelProto {
+    let (s, d) = (8, 8);
     let mut nodes = vec![
         node("DynamicQuantizeLinear", &["x"], &["xq", "xs", "xz"]),
         with_int(
@@ -121,18 +124,22 @@ fn quantized_attention(s: i64, d: i64) -> ModelProto {
     })
 }
 
+/// The attention above written to `dir` and typed, with its head chain (ending at the
+/// Reshape making ctx, along the columns, blocks of whole heads).
+fn head_chain(dir: &Path) -> (Typed, RowChain) {
+    let typed = Typed::write(dir, "attention.onnx", &quantized_attention());
+    let end = typed.order.len() - 2; // the Reshape making ctx
+    let rules = (17, RuleSet::Heads, Recompute::Cheap);
+    let steps = RowOrder::new(&typed.order);
+    let chain = row_chain(typed.graph(), &steps, [0, end], 2, rules, &|_| true);
+    (typed, chain.expect("a head chain"))
+}
+
 #[test]
 fn a_quantized_attention_runs_head_by_head_recomputing_its_mask() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("attention.onnx");
-    write_model(&quantized_attention(8, 8), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let end = order.len() - 2; // the Reshape making ctx
-    let rules = (17, RuleSet::Heads, Recompute::Cheap);
-    let chain = row_chain(graph, &RowOrder::new(&order), [0, end], 2, rules, &|_| true)
-        .expect("a head chain");
+    let (original, chain) = head_chain(dir.path());
+    let (graph, order) = (original.graph(), &original.order);
     assert_eq!(chain.nodes.len(), 23);
     assert_eq!(common::op_types(graph, &chain.whole), ["Expand", "Where"]);
     assert!(chain.shared.is_empty());
@@ -144,48 +151,34 @@ fn a_quantized_attention_runs_head_by_head_recomputing_its_mask() {
 
     let blocks = Span::parts(2, 2);
     let split = dir.path().join("attention.split.onnx");
-    rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
-    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let made = |op: &str| made_by(&blocked.graph, op);
+    rewrite_rows_to(&original.proto, graph, order, (&chain, &blocks, 0), &split);
+    let blocked = Typed::load(&split);
+    let made = |op: &str| made_by(blocked.graph(), op);
     assert_eq!(made("MatMulInteger"), vec![vec![1, 8, 4]; 6]);
     assert_eq!(made("Where"), vec![vec![1, 1, 8, 8]; 2]);
     assert_eq!(made("Softmax"), vec![vec![1, 1, 8, 8]; 2]);
-    assert_eq!(count_op(&blocked.graph, "DynamicQuantizeLinear"), 1);
+    assert_eq!(count_op(blocked.graph(), "DynamicQuantizeLinear"), 1);
 
     // The rewritten model plans and verifies, and matches the original bit for bit.
     common::assert_plans(dir.path(), &split);
-    assert_bit_identical(&original, &split, &["normal", "negative", "ties_even"]);
+    assert_bit_identical(&original.path, &split, &["normal", "negative", "ties_even"]);
 }
 
 #[test]
 fn a_head_block_is_cut_again_by_query_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("attention.onnx");
-    write_model(&quantized_attention(8, 8), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let rules = (17, RuleSet::Heads, Recompute::Cheap);
-    let heads = row_chain(
-        graph,
-        &RowOrder::new(&order),
-        [0, order.len() - 2],
-        2,
-        rules,
-        &|_| true,
-    )
-    .expect("a head chain");
+    let (original, heads) = head_chain(dir.path());
+    let (graph, order) = (original.graph(), &original.order);
     let by_heads = dir.path().join("attention.heads.onnx");
     let cut = rewrite_rows_to(
-        &proto,
+        &original.proto,
         graph,
-        &order,
+        order,
         (&heads, &Span::parts(2, 2), 0),
         &by_heads,
     );
-    let (proto, blocked, _) = load_typed(&by_heads, &Default::default()).unwrap();
-    let graph = &blocked.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let blocked = Typed::load(&by_heads);
+    let (graph, order) = (blocked.graph(), &blocked.order);
     // Head 0's PV product: the first MatMul reading a Softmax.
     let made_by_softmax = |v: Option<usize>| {
         v.and_then(|v| graph.values[v].producer)
@@ -198,7 +191,7 @@ fn a_head_block_is_cut_again_by_query_rows() {
         })
         .expect("head 0's PV product");
     let nested = (17, RuleSet::Extended, Recompute::Cheap);
-    let steps = RowOrder::new(&order);
+    let steps = RowOrder::new(order);
     // Without nesting (only nodes of the model before the cut): no chain there.
     let kept = |n: usize| cut.kept[n].is_some();
     assert!(row_chain(graph, &steps, [0, end], 2, nested, &kept).is_none());
@@ -230,12 +223,12 @@ fn a_head_block_is_cut_again_by_query_rows() {
         blockwise: None,
         keep: 0,
     };
-    let rewritten = rewrite_rows(&proto, graph, &order, &[again]);
+    let rewritten = rewrite_rows(&blocked.proto, graph, order, &[again]);
     let split = dir.path().join("attention.nested.onnx");
     write_model(&rewritten.model, &split);
-    let (_, nested, _) = load_typed(&split, &Default::default()).unwrap();
+    let nested = Typed::load(&split);
     let made = |op: &str| {
-        let mut shapes = made_by(&nested.graph, op);
+        let mut shapes = made_by(nested.graph(), op);
         shapes.sort_unstable();
         shapes
     };
@@ -247,5 +240,5 @@ fn a_head_block_is_cut_again_by_query_rows() {
     assert_eq!(made("MatMulInteger"), projections);
 
     common::assert_plans(dir.path(), &split);
-    assert_bit_identical(&original, &split, &["normal", "negative", "ties_even"]);
+    assert_bit_identical(&original.path, &split, &["normal", "negative", "ties_even"]);
 }

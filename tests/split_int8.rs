@@ -18,6 +18,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use common::typed::Typed;
 use common::{float_info, model, node, ort_python, raw_init, with_ints, write_model};
 use onnx_memplan::onnx::proto::{
     GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, ValueInfoProto,
@@ -239,12 +240,9 @@ sys.exit(0 if same and spread > 8 else 1)
 #[test]
 fn two_by_two_tiles_of_a_qlinearconv_chain_are_bit_identical() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("qlinear_chain.onnx");
-    write_model(&qlinear_chain(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order, 17).expect("Q and the three QLinearConvs form a chain");
+    let original = Typed::write(dir.path(), "qlinear_chain.onnx", &qlinear_chain());
+    let (graph, order) = (original.graph(), &original.order);
+    let chain = chain_of(graph, order, 17).expect("Q and the three QLinearConvs form a chain");
     assert_eq!(graph.values[chain.output].name, "y");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
     let rows = |t: usize, k: usize| tiling.tiles()[t].computed[k][0];
@@ -262,7 +260,7 @@ fn two_by_two_tiles_of_a_qlinearconv_chain_are_bit_identical() {
     assert_eq!(tiling.halo, vec![369, 80, 36, 0]);
     assert_eq!(tiling.extra_macs, 5760 + 5184);
 
-    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let rewritten = common::rewrite_alone(&original.proto, graph, order, (&chain, &tiling));
     assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     // No explicit Pad: padding stays inside the QLinearConv copies.
     let g = rewritten.model.graph.as_ref().unwrap();
@@ -270,7 +268,7 @@ fn two_by_two_tiles_of_a_qlinearconv_chain_are_bit_identical() {
     let split = dir.path().join("qlinear_chain.split.onnx");
     write_model(&rewritten.model, &split);
     common::assert_plans(dir.path(), &split);
-    bit_identical_in_onnxruntime(&original, &split);
+    bit_identical_in_onnxruntime(&original.path, &split);
 }
 
 /// Fused tensors of a table: the float tensors inside QDQ node units.
@@ -282,11 +280,8 @@ fn fused(table: &Path) -> usize {
 #[test]
 fn a_chain_of_qdq_units_splits_into_units_per_tile() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("qdq_chain.onnx");
-    write_model(&qdq_chain(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "qdq_chain.onnx", &qdq_chain());
+    let (graph, order) = (original.graph(), &original.order);
     // The weight and bias DQs (nodes 0..6) are known before run time: outside the chain.
     assert!((0..6).all(|n| is_constant(graph, n)));
     assert!(!is_constant(graph, 7));
@@ -304,7 +299,7 @@ fn a_chain_of_qdq_units_splits_into_units_per_tile() {
     let (_, table) = common::plan_written(dir.path(), "unsplit", &qdq_chain(), &[]);
     assert_eq!(fused(&table), 12);
 
-    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let rewritten = common::rewrite_alone(&original.proto, graph, order, (&chain, &tiling));
     let split = dir.path().join("qdq_chain.split.onnx");
     write_model(&rewritten.model, &split);
     // Split, the units re-form in each tile: per tile and layer the DQ copy's and the Conv
@@ -312,7 +307,7 @@ fn a_chain_of_qdq_units_splits_into_units_per_tile() {
     let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
     assert_eq!(fused(&table), 30);
     common::assert_verifies(&dir.path().join("split.onnx"), &table);
-    bit_identical_in_onnxruntime(&original, &split);
+    bit_identical_in_onnxruntime(&original.path, &split);
 }
 
 /// A QDQ ShuffleNet channel shuffle between two Conv units, as quantize_static writes it: x →
@@ -364,11 +359,8 @@ fn qdq_shuffle() -> ModelProto {
 fn a_chain_crosses_a_qdq_channel_shuffle_of_rank_5_tensors() {
     use onnx_memplan::split::layout::{Layout, NCHW};
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("qdq_shuffle.onnx");
-    write_model(&qdq_shuffle(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "qdq_shuffle.onnx", &qdq_shuffle());
+    let (graph, order) = (original.graph(), &original.order);
     assert!((0..4).all(|n| is_constant(graph, n)));
     let chain = chain_of(graph, &order[4..], 17).expect("the shuffle's Q and DQ join the chain");
     assert_eq!(graph.values[chain.output].name, "y");
@@ -406,12 +398,12 @@ fn a_chain_crosses_a_qdq_channel_shuffle_of_rank_5_tensors() {
     assert_eq!(tiling.tiles()[1].computed[6][0], Span::new(7, 16));
     assert_eq!(tiling.extra_macs, 2304);
 
-    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let rewritten = common::rewrite_alone(&original.proto, graph, order, (&chain, &tiling));
     let split = dir.path().join("qdq_shuffle.split.onnx");
     write_model(&rewritten.model, &split);
     let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
     common::assert_verifies(&dir.path().join("split.onnx"), &table);
-    bit_identical_in_onnxruntime(&original, &split);
+    bit_identical_in_onnxruntime(&original.path, &split);
 }
 
 /// A residual block of QDQ units (int8, zero point −20, every scale 0.02): x → Q → q0;
@@ -750,11 +742,8 @@ fn qdq_upsample() -> ModelProto {
 #[test]
 fn a_resize_unit_is_cropped_after_its_quantize() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("qdq_upsample.onnx");
-    write_model(&qdq_upsample(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "qdq_upsample.onnx", &qdq_upsample());
+    let (graph, order) = (original.graph(), &original.order);
     let chain = chain_of(graph, &order[4..], 17).expect("Q and the three units form a chain");
     assert_eq!(graph.values[chain.output].name, "y");
     assert_eq!(graph.nodes[chain.nodes[5]].op_type, "Resize");
@@ -765,7 +754,7 @@ fn a_resize_unit_is_cropped_after_its_quantize() {
     assert_eq!(tiles[3].computed[5][0], Span::new(15, 32));
     assert_eq!(tiles[3].produced[5][0], Span::new(14, 32));
 
-    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let rewritten = common::rewrite_alone(&original.proto, graph, order, (&chain, &tiling));
     let g = rewritten.model.graph.as_ref().unwrap();
     let resized: Vec<&str> = g
         .node
@@ -788,5 +777,5 @@ fn a_resize_unit_is_cropped_after_its_quantize() {
     let (_, table) = common::plan_written(dir.path(), "split", &rewritten.model, &[]);
     assert_eq!(fused(&table), 28);
     common::assert_verifies(&dir.path().join("split.onnx"), &table);
-    bit_identical_in_onnxruntime(&original, &split);
+    bit_identical_in_onnxruntime(&original.path, &split);
 }

@@ -16,9 +16,9 @@
 mod common;
 
 use common::dynamic::{assert_bit_identical, count_op, rewrite_rows_to, u8_init};
-use common::{float_info, float_init, model, node, with_int, write_model};
+use common::typed::Typed;
+use common::{float_info, float_init, model, node, with_int};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
-use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Pass, Recompute, RowOrder, RowRules, row_chain};
 use onnx_memplan::split::rows::recomputed_macs;
@@ -67,11 +67,8 @@ fn pre_norm_ffn() -> ModelProto {
 #[test]
 fn three_passes_quantize_a_pre_norm_feed_forward_in_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("pre_norm.onnx");
-    write_model(&pre_norm_ffn(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "pre_norm.onnx", &pre_norm_ffn());
+    let (graph, order) = (original.graph(), &original.order);
     let chain_of = |passes: usize| {
         let rules = RowRules {
             opset: 17,
@@ -79,7 +76,7 @@ fn three_passes_quantize_a_pre_norm_feed_forward_in_blocks() {
             recompute: Recompute::Cheap,
             passes,
         };
-        let steps = RowOrder::new(&order);
+        let steps = RowOrder::new(order);
         let end = [0, order.len() - 1];
         row_chain(graph, &steps, end, 1, rules, &|_| true).expect("a row chain")
     };
@@ -131,7 +128,7 @@ fn three_passes_quantize_a_pre_norm_feed_forward_in_blocks() {
     assert_eq!([macs(0), macs(1), macs(4)], [6144, 4864, 1024]);
 
     let split = dir.path().join("pre_norm.split.onnx");
-    let rewritten = rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 1), &split);
+    let rewritten = rewrite_rows_to(&original.proto, graph, order, (&chain, &blocks, 1), &split);
     let parts = &rewritten.parts[0];
     // The MatMul's copies in the passes before the last: 4 in each; the kept block's copy in
     // the last pass is its copy in the second.
@@ -140,9 +137,9 @@ fn three_passes_quantize_a_pre_norm_feed_forward_in_blocks() {
     assert!(parts.first_pass[8].is_empty());
     assert_eq!(parts.copies[0].len(), 4);
     assert_eq!(parts.copies[0][3], parts.first_pass[0][7]);
-    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let nodes = &blocked.graph.nodes;
-    let count = |op: &str| count_op(&blocked.graph, op);
+    let blocked = Typed::load(&split);
+    let nodes = &blocked.graph().nodes;
+    let count = |op: &str| count_op(blocked.graph(), op);
     // MatMul: 4 + 4 + 3; Relu: the stand-in's 11 and the second's 4 + 3; reductions: 4 per pass
     // before the last; QuantizeLinear: H's 4 + 3 and G's 4; MatMulInteger: the first's 4 + 3,
     // the second's 4.
@@ -179,7 +176,7 @@ fn three_passes_quantize_a_pre_norm_feed_forward_in_blocks() {
 
     common::assert_plans(dir.path(), &split);
     assert_bit_identical(
-        &original,
+        &original.path,
         &split,
         &["normal", "positive", "negative", "zeros", "one_negative"],
     );

@@ -23,9 +23,9 @@ mod common;
 use std::process::Command;
 
 use common::dynamic::{assert_bit_identical, count_op, made_by, rewrite_rows_to, u8_init};
+use common::typed::Typed;
 use common::{float_info, float_init, model, node, with_int, write_model};
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto, ValueInfoProto, type_proto};
-use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Pass, Recompute, RowOrder, RowRules, row_chain};
 use onnx_memplan::split::rows::rules::RuleSet;
@@ -65,15 +65,12 @@ fn quantized_ffn(s: i64) -> ModelProto {
 #[test]
 fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("ffn.onnx");
-    write_model(&quantized_ffn(16), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "ffn.onnx", &quantized_ffn(16));
+    let (graph, order) = (original.graph(), &original.order);
     let rules = rules(0);
     let chain = row_chain(
         graph,
-        &RowOrder::new(&order),
+        &RowOrder::new(order),
         [0, order.len() - 1],
         1,
         rules,
@@ -98,12 +95,12 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
 
     let blocks = Span::parts(16, 4);
     let split = dir.path().join("ffn.split.onnx");
-    rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
+    rewrite_rows_to(&original.proto, graph, order, (&chain, &blocks, 0), &split);
     // Four QuantizeLinears making [1,4,8] and four MatMulIntegers making [1,4,32] (worked
     // above); the scale and zero point from one ReduceMin and one ReduceMax.
-    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let count = |op: &str| count_op(&blocked.graph, op);
-    let made = |op: &str| made_by(&blocked.graph, op);
+    let blocked = Typed::load(&split);
+    let count = |op: &str| count_op(blocked.graph(), op);
+    let made = |op: &str| made_by(blocked.graph(), op);
     assert_eq!(made("QuantizeLinear"), vec![vec![1, 4, 8]; 4]);
     assert_eq!(made("MatMulInteger"), vec![vec![1, 4, 32]; 4]);
     assert_eq!(count("DynamicQuantizeLinear"), 0);
@@ -111,7 +108,7 @@ fn dynamic_quantize_and_matmul_integer_in_four_row_blocks() {
 
     // The rewritten model plans and verifies, and matches the original bit for bit.
     common::assert_plans(dir.path(), &split);
-    assert_bit_identical(&original, &split, &["normal"]);
+    assert_bit_identical(&original.path, &split, &["normal"]);
 }
 
 /// The plain rules at opset 17, quantizing after `passes` passes of their own as many
@@ -165,13 +162,10 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     // onnxruntime's outputs must be bit-identical, for inputs of either sign and all zeros
     // (where the scale is onnxruntime's 1).
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("prefixed.onnx");
-    write_model(&prefixed_ffn(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "prefixed.onnx", &prefixed_ffn());
+    let (graph, order) = (original.graph(), &original.order);
     let chain_of = |passes: usize| {
-        let steps = RowOrder::new(&order);
+        let steps = RowOrder::new(order);
         let end = [0, order.len() - 1];
         row_chain(graph, &steps, end, 1, rules(passes), &|_| true).expect("a row chain")
     };
@@ -203,7 +197,7 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     assert_eq!([macs(0), macs(1), macs(4)], [1024, 768, 0]);
 
     let split = dir.path().join("prefixed.split.onnx");
-    let rewritten = rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 1), &split);
+    let rewritten = rewrite_rows_to(&original.proto, graph, order, (&chain, &blocks, 1), &split);
     // Each node's tiles are its copies in the blocks' order: the kept block's prefix is its
     // first-pass copy.
     let parts = &rewritten.parts[0];
@@ -211,8 +205,8 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     assert_eq!(parts.copies[0].len(), 4);
     assert_eq!(parts.copies[0][3], parts.first_pass[0][3]);
     assert!(parts.first_pass[3].is_empty());
-    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let count = |op: &str| count_op(&blocked.graph, op);
+    let blocked = Typed::load(&split);
+    let count = |op: &str| count_op(blocked.graph(), op);
     let counts = [
         "MatMul",
         "Relu",
@@ -224,7 +218,7 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
     ]
     .map(count);
     assert_eq!(counts, [7, 7, 4, 4, 4, 0, 4]);
-    let graph = &blocked.graph;
+    let graph = blocked.graph();
     let shapes = graph.nodes.iter().filter(|n| n.op_type == "MatMul");
     let shapes: Vec<Vec<i64>> = shapes
         .map(|n| onnx_memplan::split::rules::shape_of(graph, n.outputs[0].unwrap()).unwrap())
@@ -260,7 +254,7 @@ fn two_passes_quantize_a_dynamic_quantize_linear_input_made_in_blocks() {
 
     common::assert_plans(dir.path(), &split);
     assert_bit_identical(
-        &original,
+        &original.path,
         &split,
         &["normal", "positive", "negative", "zeros", "one_negative"],
     );
@@ -307,18 +301,15 @@ fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
     // scale exactly 1, zero point round_half_even(2.5) = 2, and -3.5..251.5: 4), denormals,
     // and magnitudes whose range overflows to an infinite scale.
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("q.onnx");
-    write_model(&quantize_only(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "q.onnx", &quantize_only());
+    let (graph, order) = (original.graph(), &original.order);
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
     let chain =
-        row_chain(graph, &RowOrder::new(&order), [0, 1], 1, rules, &|_| true).expect("a row chain");
+        row_chain(graph, &RowOrder::new(order), [0, 1], 1, rules, &|_| true).expect("a row chain");
     assert_eq!(chain.nodes, [0, 1]);
     let blocks = Span::parts(16, 4);
     let split = dir.path().join("q.split.onnx");
-    let rewritten = rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
+    let rewritten = rewrite_rows_to(&original.proto, graph, order, (&chain, &blocks, 0), &split);
     let ops: Vec<&str> = rewritten
         .model
         .graph
@@ -342,7 +333,7 @@ fn whole_scale_and_zero_point_match_onnxruntimes_dynamic_quantize_linear() {
         "one_negative",
         "huge",
     ];
-    assert_bit_identical(&original, &split, &inputs);
+    assert_bit_identical(&original.path, &split, &inputs);
 }
 
 /// The quantized feed-forward block of [`quantized_ffn`] at 256 tokens, 64 wide, with a hidden
@@ -502,25 +493,22 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
     // [4b, 4b+4): each QLinearMatMul makes [4,32] and each QGemm [4,8]. The same integer
     // arithmetic on the same rows: bit-identical in onnxruntime.
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("mlp.onnx");
-    write_model(&qoperator_mlp(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "mlp.onnx", &qoperator_mlp());
+    let (graph, order) = (original.graph(), &original.order);
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
     let chain =
-        row_chain(graph, &RowOrder::new(&order), [0, 3], 0, rules, &|_| true).expect("a row chain");
+        row_chain(graph, &RowOrder::new(order), [0, 3], 0, rules, &|_| true).expect("a row chain");
     assert_eq!(chain.nodes, [0, 1, 2, 3]);
     assert_eq!(chain.rows, 16);
     let blocks = Span::parts(16, 4);
     let split = dir.path().join("mlp.split.onnx");
-    rewrite_rows_to(&proto, graph, &order, (&chain, &blocks, 0), &split);
-    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
-    let made = |op: &str| made_by(&blocked.graph, op);
+    rewrite_rows_to(&original.proto, graph, order, (&chain, &blocks, 0), &split);
+    let blocked = Typed::load(&split);
+    let made = |op: &str| made_by(blocked.graph(), op);
     assert_eq!(made("QLinearMatMul"), vec![vec![4, 32]; 4]);
     assert_eq!(made("QGemm"), vec![vec![4, 8]; 4]);
     common::assert_plans(dir.path(), &split);
-    assert_bit_identical(&original, &split, &["normal", "positive", "negative"]);
+    assert_bit_identical(&original.path, &split, &["normal", "positive", "negative"]);
 
     // A per-row scale of A (one per row of Xq: [16]) differs between blocks: the chain stops
     // before the QLinearMatMul (the chain making H is then the QuantizeLinear alone, or none).
@@ -531,10 +519,10 @@ fn qlinear_matmul_and_qgemm_in_four_row_blocks() {
         .push(float_init("xs_rows", &[16], &[0.02; 16]));
     let path = dir.path().join("per_row.onnx");
     write_model(&per_row, &path);
-    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
+    let typed = Typed::load(&path);
     let chain = row_chain(
-        &typed.graph,
-        &RowOrder::new(&order),
+        typed.graph(),
+        &RowOrder::new(order),
         [0, 3],
         0,
         rules,

@@ -14,6 +14,7 @@
 
 mod common;
 
+use common::typed::Typed;
 use common::{
     compare_in_onnxruntime, float_info, float_init, int_init, model, node, wave_init, with_ints,
     write_model,
@@ -75,12 +76,9 @@ fn tf_same_chain(mode: Option<&str>) -> ModelProto {
 #[test]
 fn tf_same_pads_tile_as_windows() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("tf_same_chain.onnx");
-    write_model(&tf_same_chain(None), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order, 17).expect("the five nodes form a chain");
+    let original = Typed::write(dir.path(), "tf_same_chain.onnx", &tf_same_chain(None));
+    let (graph, order) = (original.graph(), &original.order);
+    let chain = chain_of(graph, order, 17).expect("the five nodes form a chain");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
 
     let rows = |t: usize, k: usize| tiling.tiles()[t].computed[k][0];
@@ -101,7 +99,7 @@ fn tf_same_pads_tile_as_windows() {
     assert_eq!(read(2, 3), Span::new(2, 7));
     assert_eq!(tiling.extra_macs, 2016);
 
-    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let rewritten = common::rewrite_alone(&original.proto, graph, order, (&chain, &tiling));
     // Each Pad copy pads only the borders its tile touches: P2's copy in tile (0,0) pads the
     // beginning of H and W, in tile (1,1) the end.
     let g = rewritten.model.graph.as_ref().unwrap();
@@ -131,8 +129,8 @@ fn tf_same_pads_tile_as_windows() {
     assert_eq!(pads_of(&copies[0][3]), [0, 0, 0, 0, 0, 0, 1, 1]);
     let split = dir.path().join("tf_same_chain.split.onnx");
     write_model(&rewritten.model, &split);
-    compare_in_onnxruntime(&original, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    compare_in_onnxruntime(&original.path, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// Only constant padding is a window: edge and reflect padding repeat input values, which a
@@ -175,11 +173,8 @@ fn pads_computed_from_a_shape_stay_outside_the_chain() {
     g.initializer.push(int_init("h_index", &[1], &[2]));
     g.initializer.push(int_init("zeros", &[2], &[0, 0]));
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("shape_pads.onnx");
-    write_model(&m, &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "shape_pads.onnx", &m);
+    let (graph, order) = (original.graph(), &original.order);
     let data: Vec<usize> = order
         .iter()
         .copied()
@@ -191,7 +186,7 @@ fn pads_computed_from_a_shape_stay_outside_the_chain() {
     assert_eq!(graph.values[chain.output].name, "y");
     assert!(chain.extra.is_empty(), "R1 is not assembled for its Shape");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
-    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let rewritten = common::rewrite_alone(&original.proto, graph, order, (&chain, &tiling));
     let g = rewritten.model.graph.as_ref().unwrap();
     assert!(g.node.iter().all(|n| !n.input.contains(&"r1".to_string())));
     let folded = g
@@ -207,5 +202,5 @@ fn pads_computed_from_a_shape_stay_outside_the_chain() {
     assert_eq!(values, [1, 4, 6, 6]);
     let split = dir.path().join("shape_pads.split.onnx");
     write_model(&rewritten.model, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }

@@ -16,13 +16,10 @@
 //! says so and skips that part when neither has onnxruntime).
 
 mod common;
-
-use std::path::Path;
-
+use common::typed::Typed;
 use common::{compare_in_onnxruntime, float_info, float_init, int_init, model, node, write_model};
-use onnx_memplan::ir::{Graph, Model};
+use onnx_memplan::ir::Graph;
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
-use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::region::Span;
 use onnx_memplan::split::rows::chain::{Recompute, RowChain, RowOrder, row_chain};
 use onnx_memplan::split::rows::estimate::Held;
@@ -100,26 +97,25 @@ fn perm(values: &[i64]) -> onnx_memplan::onnx::proto::AttributeProto {
     }
 }
 
-/// The model at `path`, typed, and the row chain (token axis 1, stored order, the plain rule
-/// set) making the output of its last node.
-fn last_output_chain(path: &Path) -> (ModelProto, Model, RowChain) {
-    last_output_chain_by(path, RuleSet::Plain, 1)
+/// The row chain of `typed` (token axis 1, stored order, the plain rule set) making the
+/// output of its last node.
+fn last_output_chain(typed: &Typed) -> RowChain {
+    last_output_chain_by(typed, RuleSet::Plain, 1)
 }
 
 /// [`last_output_chain`] by the rule set `set`, along `axis`.
-fn last_output_chain_by(path: &Path, set: RuleSet, axis: usize) -> (ModelProto, Model, RowChain) {
-    let (proto, typed, _) = load_typed(path, &Default::default()).unwrap();
-    let order: Vec<usize> = (0..typed.graph.nodes.len()).collect();
+fn last_output_chain_by(typed: &Typed, set: RuleSet, axis: usize) -> RowChain {
+    let order = &typed.order;
     let end = order.len() - 1;
     let chain = row_chain(
-        &typed.graph,
-        &RowOrder::new(&order),
+        typed.graph(),
+        &RowOrder::new(order),
         [0, end],
         axis,
         (17, set, Recompute::Cheap),
         &|_| true,
     );
-    (proto, typed, chain.expect("a row chain"))
+    chain.expect("a row chain")
 }
 
 /// The names of the values the chain's nodes make, in execution order.
@@ -138,11 +134,9 @@ fn made_by(graph: &Graph, chain: &RowChain) -> Vec<String> {
 #[test]
 fn attention_in_four_query_row_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("attention.onnx");
-    write_model(&attention(16), &original);
-    let (proto, typed, chain) = last_output_chain(&original);
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "attention.onnx", &attention(16));
+    let chain = last_output_chain(&original);
+    let (graph, order) = (original.graph(), &original.order);
     assert_eq!(
         made_by(graph, &chain),
         [
@@ -156,26 +150,26 @@ fn attention_in_four_query_row_blocks() {
 
     let blocks = Span::parts(16, 4);
     assert_eq!(blocks[1], Span::new(4, 8));
-    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[one_cut(&chain, &blocks)]);
     assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("attention.split.onnx");
     write_model(&rewritten.model, &split);
     // Each block's scores are [1,2,4,16] (worked above), never the whole [1,2,16,16].
-    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
+    let blocked = Typed::load(&split);
     let softmax: Vec<Vec<i64>> = blocked
-        .graph
+        .graph()
         .nodes
         .iter()
         .filter(|n| n.op_type == "Softmax")
         .map(|n| {
-            onnx_memplan::split::rules::shape_of(&blocked.graph, n.outputs[0].unwrap()).unwrap()
+            onnx_memplan::split::rules::shape_of(blocked.graph(), n.outputs[0].unwrap()).unwrap()
         })
         .collect();
     assert_eq!(softmax, vec![vec![1, 2, 4, 16]; 4]);
-    assert!(blocked.graph.value("scores").is_none());
+    assert!(blocked.graph().value("scores").is_none());
 
     // The rewritten model plans and verifies like any other.
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// `plan --split auto` on the block at 128 tokens: the scores ([1,2,128,128], 128 KiB) set the
@@ -314,15 +308,12 @@ fn a_chain_with_shared_nodes_starts_at_its_first_own_node() {
 #[test]
 fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("masked.onnx");
-    write_model(&attention_with_run_time_mask(16), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "masked.onnx", &attention_with_run_time_mask(16));
+    let (graph, order) = (original.graph(), &original.order);
     let end = graph.value("y").unwrap().producer.unwrap();
     let chain = row_chain(
         graph,
-        &RowOrder::new(&order),
+        &RowOrder::new(order),
         [0, end],
         1,
         (17, RuleSet::Plain, Recompute::Cheap),
@@ -347,7 +338,7 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     assert_eq!(shared, ["keep3", "keep", "mask"]);
 
     let blocks = Span::parts(16, 4);
-    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[one_cut(&chain, &blocks)]);
     let nodes = &rewritten.model.graph.as_ref().unwrap().node;
     let wheres: Vec<&onnx_memplan::onnx::proto::NodeProto> =
         nodes.iter().filter(|n| n.op_type() == "Where").collect();
@@ -365,7 +356,7 @@ fn a_run_time_mask_is_recomputed_per_block_and_kept() {
     assert_eq!(greaters.iter().filter(|n| n.input[0] == "mean").count(), 1);
     let split = dir.path().join("masked.split.onnx");
     write_model(&rewritten.model, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// The attention block of [`attention`] behind a pre-norm LayerNorm: `ln` = LayerNorm(x)
@@ -399,16 +390,13 @@ fn pre_norm_attention(s: i64) -> ModelProto {
 #[test]
 fn a_pre_norm_layer_norm_is_recomputed_per_block_under_the_wider_policy() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("prenorm.onnx");
-    write_model(&pre_norm_attention(16), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "prenorm.onnx", &pre_norm_attention(16));
+    let (graph, order) = (original.graph(), &original.order);
     let end = graph.value("y").unwrap().producer.unwrap();
     let chain_with = |recompute| {
         row_chain(
             graph,
-            &RowOrder::new(&order),
+            &RowOrder::new(order),
             [0, end],
             1,
             (17, RuleSet::Plain, recompute),
@@ -429,7 +417,7 @@ fn a_pre_norm_layer_norm_is_recomputed_per_block_under_the_wider_policy() {
     assert_eq!(chain.shared, [graph.value("ln").unwrap().producer.unwrap()]);
 
     let blocks = Span::parts(16, 4);
-    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[one_cut(&chain, &blocks)]);
     let nodes = &rewritten.model.graph.as_ref().unwrap().node;
     let norms: Vec<_> = nodes
         .iter()
@@ -439,7 +427,7 @@ fn a_pre_norm_layer_norm_is_recomputed_per_block_under_the_wider_policy() {
     assert_eq!(norms.iter().filter(|n| n.input[0] == "x").count(), 1);
     let split = dir.path().join("prenorm.split.onnx");
     write_model(&rewritten.model, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// [`pre_norm_attention`] with its layer input made at run time (`x = Relu(inp)`) and its
@@ -467,21 +455,18 @@ fn pre_norm_layer_inside(s: i64) -> ModelProto {
 #[test]
 fn blocks_write_their_output_over_the_rows_of_their_input() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("layer.onnx");
-    write_model(&pre_norm_layer_inside(16), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "layer.onnx", &pre_norm_layer_inside(16));
+    let (graph, order) = (original.graph(), &original.order);
     let end = graph.value("y").unwrap().producer.unwrap();
     let rules = (17, RuleSet::Plain, Recompute::Cheap);
-    let chain = row_chain(graph, &RowOrder::new(&order), [0, end], 1, rules, &|_| true).unwrap();
+    let chain = row_chain(graph, &RowOrder::new(order), [0, end], 1, rules, &|_| true).unwrap();
     assert_eq!(chain.nodes.len(), 13);
     let blocks = Span::parts(16, 4);
     let cut = RowCut {
         blockwise: Some(64),
         ..one_cut(&chain, &blocks)
     };
-    let rewritten = rewrite_rows(&proto, graph, &order, &[cut]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[cut]);
     let nodes = &rewritten.model.graph.as_ref().unwrap().node;
     let splits: Vec<&str> = nodes
         .iter()
@@ -513,7 +498,7 @@ fn blocks_write_their_output_over_the_rows_of_their_input() {
     }
     let problems = onnx_memplan::pipeline::verify_table(&split, table).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
-    compare_in_onnxruntime(&original, &split);
+    compare_in_onnxruntime(&original.path, &split);
 
     let mut tampered = table.clone();
     let r1 = entry("x/split1/r1/part").offset;
@@ -556,8 +541,7 @@ fn nodes_that_free_nothing_sink_to_their_reader() {
         ..Default::default()
     });
     write_model(&m, &path);
-    let (_, typed, _) = load_typed(&path, &Default::default()).unwrap();
-    assert_eq!(sunk(&typed.graph, &[0, 1, 2]), [1, 0, 2]);
+    assert_eq!(sunk(Typed::load(&path).graph(), &[0, 1, 2]), [1, 0, 2]);
 }
 
 /// The attention block as onnxruntime's extended optimisations leave it: the scores
@@ -610,11 +594,9 @@ fn fused_attention(s: i64) -> ModelProto {
 #[test]
 fn onnxruntime_fused_attention_in_four_query_row_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("fused.onnx");
-    write_model(&fused_attention(16), &original);
-    let (proto, typed, chain) = last_output_chain(&original);
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "fused.onnx", &fused_attention(16));
+    let chain = last_output_chain(&original);
+    let (graph, order) = (original.graph(), &original.order);
     let ops = common::op_types(graph, &chain.nodes);
     assert_eq!(
         ops,
@@ -635,25 +617,25 @@ fn onnxruntime_fused_attention_in_four_query_row_blocks() {
     );
     assert_eq!(chain.axes, [1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1]);
     let rewritten = rewrite_rows(
-        &proto,
+        &original.proto,
         graph,
-        &order,
+        order,
         &[one_cut(&chain, &Span::parts(16, 4))],
     );
     let split = dir.path().join("fused.split.onnx");
     write_model(&rewritten.model, &split);
-    let (_, blocked, _) = load_typed(&split, &Default::default()).unwrap();
+    let blocked = Typed::load(&split);
     let scores: Vec<Vec<i64>> = blocked
-        .graph
+        .graph()
         .nodes
         .iter()
         .filter(|n| n.op_type == "FusedMatMul")
         .map(|n| {
-            onnx_memplan::split::rules::shape_of(&blocked.graph, n.outputs[0].unwrap()).unwrap()
+            onnx_memplan::split::rules::shape_of(blocked.graph(), n.outputs[0].unwrap()).unwrap()
         })
         .collect();
     assert_eq!(scores, vec![vec![1, 2, 4, 16]; 4]);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// A FusedMatMul that transposes A (or moves A's first axis behind its batch axes) reads A's
@@ -682,8 +664,9 @@ fn fused_matmul_transposing_a_is_not_row_blocked() {
     let at = g.node.iter().position(|n| n.output[0] == "qt").unwrap();
     g.node.insert(at + 1, qtt);
     write_model(&m, &path);
-    let (_, typed, chain) = last_output_chain(&path);
-    let graph = &typed.graph;
+    let typed = Typed::load(&path);
+    let chain = last_output_chain(&typed);
+    let graph = typed.graph();
     assert!(
         chain
             .nodes
@@ -744,11 +727,9 @@ fn sdpa_attention(s: i64) -> ModelProto {
 #[test]
 fn the_sdpa_export_form_in_four_query_row_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("sdpa.onnx");
-    write_model(&sdpa_attention(16), &original);
-    let (proto, typed, chain) = last_output_chain(&original);
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "sdpa.onnx", &sdpa_attention(16));
+    let chain = last_output_chain(&original);
+    let (graph, order) = (original.graph(), &original.order);
     assert_eq!(
         made_by(graph, &chain),
         [
@@ -761,15 +742,15 @@ fn the_sdpa_export_form_in_four_query_row_blocks() {
         [1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1]
     );
     let rewritten = rewrite_rows(
-        &proto,
+        &original.proto,
         graph,
-        &order,
+        order,
         &[one_cut(&chain, &Span::parts(16, 4))],
     );
     assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("sdpa.split.onnx");
     write_model(&rewritten.model, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// `layers` attention blocks one after the other (block l reads block l−1's output), sharing
@@ -805,11 +786,8 @@ fn attention_stack(s: i64, layers: usize) -> ModelProto {
 #[test]
 fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("stack2.onnx");
-    write_model(&attention_stack(16, 2), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "stack2.onnx", &attention_stack(16, 2));
+    let (graph, order) = (original.graph(), &original.order);
     let making = |name: &str| {
         order
             .iter()
@@ -821,7 +799,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
         .map(|out| {
             row_chain(
                 graph,
-                &RowOrder::new(&order),
+                &RowOrder::new(order),
                 [0, making(out)],
                 1,
                 (17, RuleSet::Plain, Recompute::Cheap),
@@ -844,7 +822,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
             keep: 0,
         })
         .collect();
-    let rewritten = rewrite_rows(&proto, graph, &order, &cuts);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &cuts);
     assert_eq!(rewritten.parts.len(), 2);
     for parts in &rewritten.parts {
         assert!(parts.copies.iter().all(|c| c.len() == 4));
@@ -874,7 +852,7 @@ fn two_layers_blocked_in_one_rewrite_match_onnxruntime() {
     assert!(span[0].1 < span[1].0, "{span:?}");
     let split = dir.path().join("stack2.split.onnx");
     write_model(&rewritten.model, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// Eight equal attention blocks at 128 tokens: every block's scores ([1,2,128,128], 128 KiB)
@@ -979,14 +957,11 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
         ..Default::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("qkv.onnx");
-    write_model(&m, &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "qkv.onnx", &m);
+    let (graph, order) = (original.graph(), &original.order);
     let chain = row_chain(
         graph,
-        &RowOrder::new(&order),
+        &RowOrder::new(order),
         [0, 1],
         1,
         (17, RuleSet::Plain, Recompute::Cheap),
@@ -1001,7 +976,7 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
         .collect();
     assert_eq!(names, ["q", "k", "v"]);
     let blocks = Span::parts(16, 4);
-    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[one_cut(&chain, &blocks)]);
     let g = rewritten.model.graph.as_ref().unwrap();
     let splits: Vec<_> = g.node.iter().filter(|n| n.op_type() == "Split").collect();
     assert_eq!(splits.len(), 4);
@@ -1017,7 +992,7 @@ fn a_split_of_the_fused_projection_ends_a_row_chain() {
     );
     let out = dir.path().join("qkv.split.onnx");
     write_model(&rewritten.model, &out);
-    common::plans_and_matches(dir.path(), &original, &out);
+    common::plans_and_matches(dir.path(), &original.path, &out);
 }
 
 /// Two attention blocks sharing a relative-position bias made at run time, as T5 builds it:
@@ -1171,13 +1146,12 @@ fn rotary_attention(s: i64) -> ModelProto {
 #[test]
 fn rotary_halves_and_grouped_heads_are_row_blocked() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("rotary.onnx");
-    write_model(&rotary_attention(16), &original);
+    let original = Typed::write(dir.path(), "rotary.onnx", &rotary_attention(16));
+    let graph = original.graph();
     // The plain rules stop at rotate_half's Concat: the query projection stays outside.
-    let (_, typed, plain) = last_output_chain(&original);
-    assert!(!made_by(&typed.graph, &plain).contains(&"rot".to_string()));
-    let (proto, typed, chain) = last_output_chain_by(&original, RuleSet::Extended, 1);
-    let graph = &typed.graph;
+    let plain = last_output_chain(&original);
+    assert!(!made_by(graph, &plain).contains(&"rot".to_string()));
+    let chain = last_output_chain_by(&original, RuleSet::Extended, 1);
     assert_eq!(
         made_by(graph, &chain),
         [
@@ -1193,7 +1167,7 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
         .collect();
     assert_eq!(whole, ["kt", "vt"]);
     // By heads: the context [1,2,S,4] along axis 1 takes both Expands.
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let order = &original.order;
     let made_at = |name: &str| {
         order
             .iter()
@@ -1203,7 +1177,7 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
     let ctx = made_at("ctx");
     let heads = row_chain(
         graph,
-        &RowOrder::new(&order),
+        &RowOrder::new(order),
         [0, ctx],
         1,
         (17, RuleSet::Extended, Recompute::Cheap),
@@ -1217,15 +1191,15 @@ fn rotary_halves_and_grouped_heads_are_row_blocked() {
     );
 
     let blocks = Span::parts(16, 4);
-    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[one_cut(&chain, &blocks)]);
     let split = dir.path().join("rotary.split.onnx");
     write_model(&rewritten.model, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
     let blocks = Span::parts(2, 2);
-    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&heads, &blocks)]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[one_cut(&heads, &blocks)]);
     let by_heads = dir.path().join("rotary.heads.onnx");
     write_model(&rewritten.model, &by_heads);
-    compare_in_onnxruntime(&original, &by_heads);
+    compare_in_onnxruntime(&original.path, &by_heads);
 }
 
 /// Window attention (Swin's, as onnxsim leaves it) on X[4,8,8]: 4 windows of 8 tokens. One
@@ -1286,14 +1260,12 @@ fn window_attention() -> ModelProto {
 #[test]
 fn window_attention_blocked_by_windows_through_gathers_and_merges() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("windows.onnx");
-    write_model(&window_attention(), &original);
-    let (proto, typed, chain) = last_output_chain_by(&original, RuleSet::Extended, 0);
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
+    let original = Typed::write(dir.path(), "windows.onnx", &window_attention());
+    let chain = last_output_chain_by(&original, RuleSet::Extended, 0);
+    let (graph, order) = (original.graph(), &original.order);
     let plain = row_chain(
         graph,
-        &RowOrder::new(&order),
+        &RowOrder::new(order),
         [0, 15],
         0,
         (17, RuleSet::Plain, Recompute::Cheap),
@@ -1306,10 +1278,10 @@ fn window_attention_blocked_by_windows_through_gathers_and_merges() {
     // Window 1 of 4 is rows [8, 16) of the Gemm's [32, 8].
     assert_eq!(chain.part(32, Span::new(1, 2)), Span::new(8, 16));
     let blocks = Span::parts(4, 2);
-    let rewritten = rewrite_rows(&proto, graph, &order, &[one_cut(&chain, &blocks)]);
+    let rewritten = rewrite_rows(&original.proto, graph, order, &[one_cut(&chain, &blocks)]);
     let split = dir.path().join("windows.split.onnx");
     write_model(&rewritten.model, &split);
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// The chain cut alone, its new names tagged `split1`.

@@ -20,12 +20,12 @@
 
 mod common;
 
+use common::typed::Typed;
 use common::{
     assert_verifies, compare_in_onnxruntime, conv3x3, float_info, model, node, plan_written,
-    read_table, rows_of_16_wide, wave_init, write_model, writer,
+    read_table, rows_of_16_wide, wave_init, writer,
 };
 use onnx_memplan::onnx::proto::{GraphProto, ModelProto};
-use onnx_memplan::pipeline::load_typed;
 use onnx_memplan::split::chain::chain_of;
 use onnx_memplan::split::estimate::{Banding, ChainEstimate};
 use onnx_memplan::split::region::Span;
@@ -66,12 +66,9 @@ fn pads(m: &ModelProto, output: &str) -> Vec<i64> {
 #[test]
 fn streamed_row_strips_compute_every_row_once() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("two_convs.onnx");
-    write_model(&two_convs(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order, 17).expect("the four nodes form a chain");
+    let original = Typed::write(dir.path(), "two_convs.onnx", &two_convs());
+    let (graph, order) = (original.graph(), &original.order);
+    let chain = chain_of(graph, order, 17).expect("the four nodes form a chain");
 
     let recomputing = tile(graph, &chain, [4, 1]).unwrap();
     assert!(!recomputing.streamed);
@@ -93,9 +90,9 @@ fn streamed_row_strips_compute_every_row_once() {
     assert_eq!(x_reads, spans(&[(-1, 6), (4, 10), (8, 14), (12, 17)]));
 
     let cut = rewrite(
-        &proto,
+        &original.proto,
         graph,
-        &order,
+        order,
         (&chain, &tiling),
         "split1",
         &BandSources::NONE,
@@ -146,7 +143,11 @@ fn streamed_row_strips_compute_every_row_once() {
     assert!(part0.last < step_of("c2/split1/t1_0"));
     // The estimate carries Y1's two rows into each later strip (the unsplit plan's table).
     let unsplit = dir.path().join("unsplit.onnx");
-    assert!(common::plan_to(&original, &unsplit, &[]).status.success());
+    assert!(
+        common::plan_to(&original.path, &unsplit, &[])
+            .status
+            .success()
+    );
     let table0 = read_table(&dir.path().join("unsplit.memplan.json"));
     let banding = Banding {
         made_by_split: &|_| false,
@@ -159,5 +160,5 @@ fn streamed_row_strips_compute_every_row_once() {
     );
     assert_eq!(estimate.carried_by_tile(&chain, &recomputing), [0; 4]);
     assert_verifies(&split, &table);
-    compare_in_onnxruntime(&original, &annotated);
+    compare_in_onnxruntime(&original.path, &annotated);
 }

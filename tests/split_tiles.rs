@@ -17,6 +17,7 @@
 
 mod common;
 
+use common::typed::Typed;
 use common::{compare_in_onnxruntime, float_info, float_init, model, node, wave_init, write_model};
 use onnx_memplan::onnx::proto::{AttributeProto, GraphProto, ModelProto, attribute_proto};
 use onnx_memplan::pipeline::load_typed;
@@ -95,12 +96,9 @@ fn wide_chain() -> ModelProto {
 #[test]
 fn two_by_two_tiles_of_a_strided_residual_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let original = dir.path().join("residual_chain.onnx");
-    write_model(&residual_chain(), &original);
-    let (proto, typed, _) = load_typed(&original, &Default::default()).unwrap();
-    let graph = &typed.graph;
-    let order: Vec<usize> = (0..graph.nodes.len()).collect();
-    let chain = chain_of(graph, &order, 17).expect("the five nodes form a chain");
+    let original = Typed::write(dir.path(), "residual_chain.onnx", &residual_chain());
+    let (graph, order) = (original.graph(), &original.order);
+    let chain = chain_of(graph, order, 17).expect("the five nodes form a chain");
     assert_eq!(graph.values[chain.output].name, "y");
     let tiling = tile(graph, &chain, [2, 2]).unwrap();
 
@@ -121,12 +119,12 @@ fn two_by_two_tiles_of_a_strided_residual_chain() {
     assert_eq!(tiling.halo, vec![80, 80, 36, 36, 0]);
     assert_eq!(tiling.extra_macs, 5760 + 5184);
 
-    let rewritten = common::rewrite_alone(&proto, graph, &order, (&chain, &tiling));
+    let rewritten = common::rewrite_alone(&original.proto, graph, order, (&chain, &tiling));
     assert!(rewritten.parts[0].copies.iter().all(|c| c.len() == 4));
     let split = dir.path().join("residual_chain.split.onnx");
     write_model(&rewritten.model, &split);
     // The rewritten model plans and verifies like any other.
-    common::plans_and_matches(dir.path(), &original, &split);
+    common::plans_and_matches(dir.path(), &original.path, &split);
 }
 
 /// Cut signatures: a chain signs alike in two loads of one model (its node parts numbered

@@ -4,6 +4,7 @@
 
 pub mod dynamic;
 pub mod symbolic_dims;
+pub mod typed;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
