@@ -56,8 +56,9 @@ const NEAR_PEAK: u64 = 100;
 
 /// The analysis with the set of slice-alias sites chosen greedily to minimise `bound`: start
 /// from the better of "all sites" and "no site", then flip the sites `flips` names (in
-/// execution order, each at most once) while the work budget lasts, keeping a flip when the
-/// bound strictly drops.
+/// execution order, each at most once per [`Pass`]) while the work budget lasts, keeping a
+/// flip when the bound strictly drops, or in a crowded pass when it stays and the crowding
+/// drops.
 pub fn analyse_best(
     graph: &Graph,
     order: &[NodeId],
