@@ -488,6 +488,14 @@ def check_annotated_structure(model, annotated, table, res, split=False):
                                              "is not in the rewritten model")
                 if pool["node"] in names:
                     res.bad("annotated", f"pool {pool['node']} is still in the rewritten model")
+        # An initializer the input model's nodes read must still be read, or be gone.
+        def read_by(m):
+            return {r for n in m.graph.node for r in node_reads(n)}
+        declared = {v.name for v in list(annotated.graph.input) + list(annotated.graph.output)}
+        was_read, now_read = read_by(model), read_by(annotated)
+        for t in annotated.graph.initializer:
+            if t.name in was_read and t.name not in now_read and t.name not in declared:
+                res.bad("annotated", f"initializer {t.name} is read by no node of the rewritten model")
     else:
         orig_nodes = sorted(key(n) for n in model.graph.node)
         ann_nodes = sorted(key(n) for n in annotated.graph.node)

@@ -220,7 +220,35 @@ pub fn splice(
         glue.push(r.glue);
     }
     g.value_info.retain(|vi| !internal.contains(vi.name()));
+    // An initializer only the replaced nodes read goes with them (onnxruntime warns of an
+    // initializer no node reads); one the model already left unread stays, as does one that
+    // is a graph input or output.
+    let orphans: FxHashSet<&str> = order
+        .iter()
+        .filter(|&&n| replaced(n))
+        .flat_map(|&n| old[n].input.iter().map(String::as_str))
+        .collect();
+    if !orphans.is_empty() {
+        let mut read: FxHashSet<String> = FxHashSet::default();
+        names_read(&g.node, &mut read);
+        let declared = g.input.iter().chain(&g.output).map(|v| v.name());
+        read.extend(declared.map(str::to_string));
+        g.initializer
+            .retain(|t| !orphans.contains(t.name()) || read.contains(t.name()));
+    }
     (model, kept, glue)
+}
+
+/// Adds to `read` the names `nodes` and the nodes of their subgraphs read.
+fn names_read(nodes: &[NodeProto], read: &mut FxHashSet<String>) {
+    for node in nodes {
+        read.extend(node.input.iter().cloned());
+        for a in &node.attribute {
+            for g in a.g.as_deref().into_iter().chain(&a.graphs) {
+                names_read(&g.node, read);
+            }
+        }
+    }
 }
 
 /// The graph input declaring an initializer (its element type and dims).
