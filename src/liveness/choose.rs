@@ -296,6 +296,27 @@ mod tests {
             .unwrap_or(0)
     }
 
+    /// The peaks of `g` (stored order, alignment 1) with no slice-alias site, with every
+    /// site, as a trial's flips ([`Flips::NearPeak`]) and an output's ([`Flips::All`]) leave
+    /// them; and the output's analysis.
+    fn peaks_of(g: &Graph) -> ([u64; 4], Liveness) {
+        let order: Vec<NodeId> = (0..g.nodes.len()).collect();
+        let options = LivenessOptions {
+            alignment: 1,
+            ..LivenessOptions::default()
+        };
+        let sites = |all: bool| analyse_with(g, order.clone(), options, &move |_| all).unwrap();
+        let flipped = |flips| analyse_best(g, &order, options, &peak, flips).unwrap();
+        let best = flipped(Flips::All);
+        let peaks = [
+            peak(&sites(false)),
+            peak(&sites(true)),
+            peak(&flipped(Flips::NearPeak)),
+            peak(&best),
+        ];
+        (peaks, best)
+    }
+
     /// a = Relu(x) [1×16] is made at step 0 but concatenated only at step 4, after the big
     /// t = Exp(x) [1×256] lived at steps 1–3. Worked by hand (float32): with the slice alias
     /// the Concat output (128 B) is live from step 0, so step 1 holds x 1024 + y 128 + t 1024
@@ -303,18 +324,9 @@ mod tests {
     #[test]
     fn drops_a_concat_alias_that_raises_the_peak() {
         let g = float_rows(block_f().to_vec(), &["y"], |n| width_in_f(n).unwrap_or(16));
-        let order = [0, 1, 2, 3, 4];
-        let options = LivenessOptions {
-            alignment: 1,
-            ..LivenessOptions::default()
-        };
-        let all = analyse_with(&g, order.to_vec(), options, &|_| true).unwrap();
-        assert_eq!(peak(&all), 2176);
-        let best = analyse_best(&g, &order, options, &peak, Flips::All).unwrap();
-        assert_eq!(peak(&best), 2112);
         // The Concat output lives at the peak step (1): a trial's flips try it too.
-        let near = analyse_best(&g, &order, options, &peak, Flips::NearPeak).unwrap();
-        assert_eq!(peak(&near), 2112);
+        let (peaks, best) = peaks_of(&g);
+        assert_eq!(peaks, [2112, 2176, 2112, 2112]);
         assert!(
             best.sharing
                 .iter()
@@ -406,19 +418,7 @@ mod tests {
     fn an_output_flips_the_sites_at_the_peak_before_the_rest() {
         let g = behind_fillers(1500);
         assert_eq!(g.values.len(), 4509);
-        let order: Vec<NodeId> = (0..g.nodes.len()).collect();
-        let options = LivenessOptions {
-            alignment: 1,
-            ..LivenessOptions::default()
-        };
-        let all = analyse_with(&g, order.clone(), options, &|_| true).unwrap();
-        assert_eq!(peak(&all), 2176);
-        let none = analyse_with(&g, order.clone(), options, &|_| false).unwrap();
-        assert_eq!(peak(&none), 3328);
-        let near = analyse_best(&g, &order, options, &peak, Flips::NearPeak).unwrap();
-        assert_eq!(peak(&near), 2112);
-        let best = analyse_best(&g, &order, options, &peak, Flips::All).unwrap();
-        assert_eq!(peak(&best), 2112);
+        assert_eq!(peaks_of(&g).0, [3328, 2176, 2112, 2112]);
     }
 
     /// Block F of [`drops_a_concat_alias_that_raises_the_peak`], then two equal layers: for
@@ -450,18 +450,6 @@ mod tests {
                 _ => 32,
             })
         });
-        let order: Vec<usize> = (0..g.nodes.len()).collect();
-        let options = LivenessOptions {
-            alignment: 1,
-            ..LivenessOptions::default()
-        };
-        let none = analyse_with(&g, order.clone(), options, &|_| false).unwrap();
-        assert_eq!(peak(&none), 2144);
-        let all = analyse_with(&g, order.clone(), options, &|_| true).unwrap();
-        assert_eq!(peak(&all), 2176);
-        let near = analyse_best(&g, &order, options, &peak, Flips::NearPeak).unwrap();
-        assert_eq!(peak(&near), 2144);
-        let best = analyse_best(&g, &order, options, &peak, Flips::All).unwrap();
-        assert_eq!(peak(&best), 2112);
+        assert_eq!(peaks_of(&g).0, [2144, 2176, 2144, 2112]);
     }
 }

@@ -37,7 +37,7 @@ pub fn unique_readers(proto: &mut ModelProto) -> usize {
     for n in &graph.node {
         for a in &n.attribute {
             for g in a.g.as_deref().into_iter().chain(&a.graphs) {
-                collect_reads(g, &mut in_subgraph);
+                super::glue::names_read(g, &mut in_subgraph);
             }
         }
     }
@@ -114,18 +114,6 @@ pub fn unique_readers(proto: &mut ModelProto) -> usize {
         graph.node.splice(i + 1..i + 1, added);
     }
     count
-}
-
-/// Every tensor name a subgraph (and its own subgraphs) reads.
-fn collect_reads(graph: &crate::onnx::proto::GraphProto, into: &mut HashSet<String>) {
-    for n in &graph.node {
-        into.extend(n.input.iter().cloned());
-        for a in &n.attribute {
-            for g in a.g.as_deref().into_iter().chain(&a.graphs) {
-                collect_reads(g, into);
-            }
-        }
-    }
 }
 
 /// Whether chain node `k` is a DequantizeLinear that each tile recomputes over the region its

@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::ir::{DType, Graph, NodeId};
 use crate::onnx::proto::{
-    AttributeProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, TypeProto,
+    AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, TypeProto,
     ValueInfoProto, attribute_proto::AttributeType, tensor_shape_proto::Dimension,
     tensor_shape_proto::dimension, type_proto,
 };
@@ -230,7 +230,7 @@ pub fn splice(
         .collect();
     if !orphans.is_empty() {
         let mut read: FxHashSet<String> = FxHashSet::default();
-        names_read(&g.node, &mut read);
+        names_read(g, &mut read);
         let declared = g.input.iter().chain(&g.output).map(|v| v.name());
         read.extend(declared.map(str::to_string));
         g.initializer
@@ -239,13 +239,13 @@ pub fn splice(
     (model, kept, glue)
 }
 
-/// Adds to `read` the names `nodes` and the nodes of their subgraphs read.
-fn names_read(nodes: &[NodeProto], read: &mut FxHashSet<String>) {
-    for node in nodes {
-        read.extend(node.input.iter().cloned());
-        for a in &node.attribute {
+/// Adds to `into` every tensor name the nodes of `graph` (and of their subgraphs) read.
+pub fn names_read(graph: &GraphProto, into: &mut impl Extend<String>) {
+    for n in &graph.node {
+        into.extend(n.input.iter().cloned());
+        for a in &n.attribute {
             for g in a.g.as_deref().into_iter().chain(&a.graphs) {
-                names_read(&g.node, read);
+                names_read(g, into);
             }
         }
     }
